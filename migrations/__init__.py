@@ -1,0 +1,1 @@
+"""Alembic migrations for placement-svc (installed as placement_svc.migrations)."""

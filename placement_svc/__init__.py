@@ -1,0 +1,1 @@
+"""placement-svc: the OpenStack Placement API, reimplemented."""

@@ -1,0 +1,1 @@
+"""HTTP handlers, one module per URL family. Routes live in app.py."""

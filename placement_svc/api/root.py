@@ -1,0 +1,22 @@
+"""GET /: the version document, served without authentication."""
+
+from placement_svc import microversion as mv
+from placement_svc import web
+
+
+def home(req, resp):
+    web.check_accept(req)
+    document = {
+        "versions": [
+            {
+                "id": f"v{mv.MIN_VERSION}",
+                "max_version": str(mv.MAX_VERSION),
+                "min_version": str(mv.MIN_VERSION),
+                "status": "CURRENT",
+                # Relative on purpose: the service never learns its public URL.
+                "links": [{"rel": "self", "href": ""}],
+            }
+        ]
+    }
+    web.render(resp, document)
+    web.cache_headers(req, resp)

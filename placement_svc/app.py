@@ -1,0 +1,143 @@
+"""create_app(conf): the WSGI application, its middleware and the ONE route table."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import falcon
+
+from placement_svc import auth, errors, middleware, requestlog
+from placement_svc import microversion as mv
+from placement_svc.api import resource_classes, root, traits
+from placement_svc.db.engine import Database, create_engine
+
+LOG = logging.getLogger(__name__)
+
+
+def route_table(db) -> list[tuple[str, dict]]:
+    """Every URL upstream Placement serves, with the handler for each method."""
+    rcs = resource_classes.ResourceClasses(db)
+    trs = traits.Traits(db)
+    pending = _pending  # handlers the next issues bring; they answer 501 till then
+    return [
+        ("/", {"GET": root.home}),
+        ("/resource_classes", {"GET": rcs.list, "POST": rcs.create}),
+        (
+            "/resource_classes/{name}",
+            {"GET": rcs.show, "PUT": rcs.update, "DELETE": rcs.delete},
+        ),
+        ("/resource_providers", {"GET": pending, "POST": pending}),
+        ("/resource_providers/{uuid}", {"GET": pending, "PUT": pending, "DELETE": pending}),
+        (
+            "/resource_providers/{uuid}/inventories",
+            {"GET": pending, "POST": pending, "PUT": pending, "DELETE": pending},
+        ),
+        (
+            "/resource_providers/{uuid}/inventories/{resource_class}",
+            {"GET": pending, "PUT": pending, "DELETE": pending},
+        ),
+        ("/resource_providers/{uuid}/usages", {"GET": pending}),
+        ("/resource_providers/{uuid}/aggregates", {"GET": pending, "PUT": pending}),
+        ("/resource_providers/{uuid}/allocations", {"GET": pending}),
+        (
+            "/resource_providers/{uuid}/traits",
+            {"GET": pending, "PUT": pending, "DELETE": pending},
+        ),
+        ("/allocations", {"POST": pending}),
+        ("/allocations/{consumer_uuid}", {"GET": pending, "PUT": pending, "DELETE": pending}),
+        ("/allocation_candidates", {"GET": pending}),
+        ("/traits", {"GET": trs.list}),
+        ("/traits/{name}", {"GET": trs.show, "PUT": trs.update, "DELETE": trs.delete}),
+        ("/usages", {"GET": pending}),
+        ("/reshaper", {"POST": pending}),
+    ]
+
+
+def _pending(req, resp, **_params):
+    raise _NotImplementedYet(f"{req.method} {req.path} is not implemented yet.")
+
+
+class _NotImplementedYet(errors.PlacementError):
+    status = 501
+
+
+class _Resource:
+    """Binds one URL's handlers to falcon responders. Every other method, OPTIONS
+    included (falcon would answer that one itself), is a 405 naming the allowed ones."""
+
+    def __init__(self, handlers: dict):
+        self.allowed = list(handlers)
+        for method in falcon.COMBINED_METHODS:
+            handler = handlers.get(method, self._not_allowed)
+            setattr(self, "on_" + method.lower(), handler)
+
+    def _not_allowed(self, req, resp, **_params):
+        raise errors.MethodNotAllowed(req.method, self.allowed)
+
+
+def _render_error(req, resp, error: errors.PlacementError) -> None:
+    ctx = getattr(req.context, "placement", None)
+    version = ctx.version if ctx is not None else None
+    with_code = version is not None and version >= mv.ERROR_CODES
+    request_id = req.env.get(middleware.ENV_REQUEST_ID)
+    body = errors.error_body(error, request_id, with_code)
+    if getattr(error, "version_range", False) and error.status == 406:
+        body["errors"][0]["max_version"] = str(mv.MAX_VERSION)
+        body["errors"][0]["min_version"] = str(mv.MIN_VERSION)
+    resp.status = error.status
+    resp.content_type = "application/json"
+    resp.text = json.dumps(body)
+    for name, value in error.headers.items():
+        resp.set_header(name, value)
+
+
+def _handle_placement_error(req, resp, ex, _params):
+    _render_error(req, resp, ex)
+
+
+def _handle_falcon_error(req, resp, ex: falcon.HTTPError, _params):
+    """Falcon's own errors (no route, no responder) in the one error format."""
+    if ex.status_code == 405:
+        allowed = (ex.headers or {}).get("Allow", "")
+        error = errors.MethodNotAllowed(req.method, [m.strip() for m in allowed.split(",") if m])
+    elif ex.status_code == 404:
+        error = errors.NotFound()
+    else:
+        error = errors.PlacementError(ex.description or ex.title or "")
+        error.status = ex.status_code
+    _render_error(req, resp, error)
+
+
+def _handle_unexpected(req, resp, ex, _params):
+    LOG.exception("unexpected error serving %s %s", req.method, req.relative_uri)
+    _render_error(req, resp, errors.InternalError("An unexpected error occurred."))
+
+
+def create_falcon_app(db: Database) -> falcon.App:
+    app = falcon.App(middleware=[middleware.Plumbing()], media_type="application/json")
+    app.req_options.keep_blank_qs_values = True
+    app.req_options.auto_parse_qs_csv = False
+    # Bodiless answers (201 on create, 204) carry no Content-Type, as upstream.
+    app.resp_options.default_media_type = None
+    for template, handlers in route_table(db):
+        app.add_route(template, _Resource(handlers))
+    app.add_error_handler(Exception, _handle_unexpected)
+    app.add_error_handler(falcon.HTTPError, _handle_falcon_error)
+    app.add_error_handler(errors.PlacementError, _handle_placement_error)
+    return app
+
+
+def create_app(conf, db: Database | None = None):
+    """The whole service as a WSGI callable, wrapped in its front doors."""
+    if db is None:
+        db = Database(
+            create_engine(conf.placement_database.connection, conf.placement_database),
+            max_retries=conf.placement_database.db_max_retries,
+        )
+    application = create_falcon_app(db)
+    if conf.api.auth_strategy == "noauth2":
+        application = auth.NoAuthMiddleware(application)
+    else:
+        application = auth.keystone_middleware(application, conf)
+    return requestlog.RequestLog(application)

@@ -1,0 +1,182 @@
+"""Configuration: oslo.config options with upstream Placement's groups and names.
+
+An operator's existing placement.conf keeps its meaning here. Options that
+upstream has and this service does not need yet are accepted (so a file that
+sets them still loads) and say so in their help.
+"""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+from oslo_middleware import cors
+
+QUICKSTART_CONNECTION = "sqlite:///placement.sqlite"
+
+database_opts = [
+    cfg.StrOpt(
+        "connection",
+        secret=True,
+        help="The SQLAlchemy URL of the placement database, for example "
+        "mysql+pymysql://placement:secret@db/placement or "
+        "postgresql://placement:secret@db/placement. "
+        "postgresql:// and mysql:// use psycopg and PyMySQL when the default "
+        "drivers are not installed. When placement-svc runs with no "
+        "configuration file at all it uses " + QUICKSTART_CONNECTION + ".",
+    ),
+    cfg.IntOpt(
+        "connection_recycle_time",
+        default=3600,
+        min=-1,
+        help="Connections unused for this many seconds are replaced before "
+        "use; -1 never replaces them.",
+    ),
+    cfg.IntOpt(
+        "max_pool_size",
+        default=5,
+        min=0,
+        help="Connections kept open per worker process (PostgreSQL and MySQL); 0 means no limit.",
+    ),
+    cfg.IntOpt(
+        "max_overflow",
+        default=50,
+        min=0,
+        help="Connections a worker may open beyond max_pool_size under load.",
+    ),
+    cfg.IntOpt(
+        "pool_timeout",
+        default=30,
+        min=1,
+        help="Seconds to wait for a free pooled connection before failing.",
+    ),
+    cfg.IntOpt(
+        "max_retries",
+        default=10,
+        min=-1,
+        help="Times to retry the first connection to the database at start-up; -1 retries forever.",
+    ),
+    cfg.IntOpt(
+        "retry_interval",
+        default=10,
+        min=0,
+        help="Seconds between those start-up connection attempts.",
+    ),
+    cfg.IntOpt(
+        "db_max_retries",
+        default=20,
+        min=0,
+        help="Times a transaction is re-run after a deadlock, a lock timeout "
+        "or a lost connection before the request fails with 503.",
+    ),
+    cfg.BoolOpt(
+        "sync_on_startup",
+        default=False,
+        help="Bring the schema to the latest revision when the service starts. "
+        "An empty database is always brought up to date, so the quick start "
+        "needs no separate 'db sync'.",
+    ),
+    cfg.StrOpt(
+        "mysql_sql_mode",
+        default="TRADITIONAL",
+        help="The SQL mode set on every MySQL/MariaDB connection; an empty "
+        "value leaves the server's mode alone.",
+    ),
+    cfg.IntOpt(
+        "sqlite_busy_timeout",
+        default=30,
+        min=1,
+        help="Seconds an SQLite writer waits for another writer (another "
+        "worker process) before retrying its transaction.",
+    ),
+]
+
+api_opts = [
+    cfg.StrOpt(
+        "auth_strategy",
+        default="keystone",
+        choices=[
+            ("keystone", "Use keystonemiddleware's auth_token (the [keystone_authtoken] group)."),
+            ("noauth2", "Trust the X-Auth-Token header as 'user[:project]'; for tests only."),
+        ],
+        help="How requests are authenticated. When placement-svc runs with no "
+        "configuration file at all it uses noauth2.",
+    ),
+]
+
+placement_opts = [
+    cfg.BoolOpt(
+        "randomize_allocation_candidates",
+        default=False,
+        help="Return allocation candidates in a random order, a fair sample "
+        "when 'limit' cuts the list; otherwise the order is stable.",
+    ),
+    cfg.StrOpt(
+        "incomplete_consumer_project_id",
+        default="00000000-0000-0000-0000-000000000000",
+        help="The project id given to consumers written before microversion "
+        "1.8, which carried none.",
+    ),
+    cfg.StrOpt(
+        "incomplete_consumer_user_id",
+        default="00000000-0000-0000-0000-000000000000",
+        help="The user id given to consumers written before microversion 1.8, which carried none.",
+    ),
+    cfg.IntOpt(
+        "allocation_conflict_retry_count",
+        default=10,
+        min=0,
+        help="Times an allocation write is retried after another writer "
+        "changed one of its providers, before the answer is 409.",
+    ),
+    cfg.IntOpt(
+        "max_allocation_candidates",
+        default=-1,
+        min=-1,
+        help="The most allocation candidates any request may return, applied "
+        "while they are generated; -1 means no limit beyond 'limit'.",
+    ),
+    cfg.StrOpt(
+        "allocation_candidates_generation_strategy",
+        default="depth-first",
+        choices=[
+            ("depth-first", "Exhaust one root provider's candidates before the next."),
+            ("breadth-first", "Take candidates from every root provider in turn."),
+        ],
+        help="The order in which candidates are generated across root "
+        "providers when max_allocation_candidates cuts the list.",
+    ),
+]
+
+GROUPS = {
+    "placement_database": database_opts,
+    "api": api_opts,
+    "placement": placement_opts,
+    "cors": cors.CORS_OPTS,
+}
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    for group, opts in GROUPS.items():
+        conf.register_opts(opts, group=group)
+
+
+def list_opts():
+    """The options for oslo-config-generator (namespace placement_svc)."""
+    return [(group, list(opts)) for group, opts in GROUPS.items()]
+
+
+def make_conf(args=None, config_files=None, quickstart_if_unconfigured=True) -> cfg.ConfigOpts:
+    """Build a ConfigOpts from command-line style args and config files.
+
+    With no configuration file at all (none given, none in oslo's standard
+    places), the quick-start defaults apply: SQLite in the current directory
+    and noauth2.
+    """
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    if config_files is None:
+        config_files = cfg.find_config_files(project="placement")
+    conf(args or [], project="placement", default_config_files=list(config_files))
+    if quickstart_if_unconfigured and not conf.config_file:
+        conf.set_default("connection", QUICKSTART_CONNECTION, group="placement_database")
+        conf.set_default("auth_strategy", "noauth2", group="api")
+    return conf

@@ -1,0 +1,1 @@
+"""Database access: tables, engines and transactions, one module per entity."""

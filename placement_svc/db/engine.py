@@ -1,0 +1,164 @@
+"""Engines and the unit of work.
+
+Every request runs its database work as one function inside one transaction
+(``Database.read`` / ``Database.write``). When the database answers with a
+deadlock, a lock timeout, "database is locked" or a lost connection, the
+whole function runs again in a fresh transaction, never half of it inside a
+stale snapshot. SQLite writers take the write lock at BEGIN (BEGIN
+IMMEDIATE) and wait for it, so several worker processes on one SQLite file
+queue instead of failing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from placement_svc import errors
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# MySQL/MariaDB: deadlock, lock wait timeout, server gone, lost connection.
+_MYSQL_RETRY_CODES = {1213, 1205, 2006, 2013}
+# PostgreSQL SQLSTATEs: serialization failure, deadlock.
+_PG_RETRY_STATES = {"40001", "40P01"}
+
+
+def normalize_url(url: str) -> str:
+    """Pick an installed driver when the URL names only the database.
+
+    Operators' files say ``postgresql://`` (psycopg2) or ``mysql://``
+    (mysqlclient); when those drivers are missing and psycopg / PyMySQL are
+    present, use those instead of failing.
+    """
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql" and not importlib.util.find_spec("psycopg2"):
+        if importlib.util.find_spec("psycopg"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+    elif parsed.drivername == "mysql" and not importlib.util.find_spec("MySQLdb"):
+        if importlib.util.find_spec("pymysql"):
+            parsed = parsed.set(drivername="mysql+pymysql")
+    return parsed.render_as_string(hide_password=False)
+
+
+def create_engine(url: str, db_conf=None) -> Engine:
+    """An engine for ``url`` configured from ``[placement_database]``."""
+    url = normalize_url(url)
+    backend = make_url(url).get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(url, db_conf)
+    kwargs = {"pool_pre_ping": True, "isolation_level": "READ COMMITTED"}
+    if db_conf is not None:
+        kwargs.update(
+            pool_recycle=db_conf.connection_recycle_time,
+            pool_size=db_conf.max_pool_size,
+            max_overflow=db_conf.max_overflow,
+            pool_timeout=db_conf.pool_timeout,
+        )
+    engine = sa.create_engine(url, **kwargs)
+    if backend == "mysql":
+        sql_mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
+        if sql_mode:
+
+            @event.listens_for(engine, "connect")
+            def _set_sql_mode(dbapi_conn, _record):
+                with dbapi_conn.cursor() as cursor:
+                    cursor.execute("SET SESSION sql_mode = %s", (sql_mode,))
+
+    return engine
+
+
+def _sqlite_engine(url: str, db_conf) -> Engine:
+    busy = db_conf.sqlite_busy_timeout if db_conf is not None else 30
+    engine = sa.create_engine(
+        url,
+        connect_args={"timeout": busy, "check_same_thread": False},
+        # One connection per thread; SQLite files are opened cheaply.
+        poolclass=sa.pool.QueuePool if ":memory:" not in url else sa.pool.StaticPool,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):
+        # Let SQLAlchemy, not pysqlite, decide when transactions begin.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA foreign_keys = ON")
+        if ":memory:" not in url:
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy * 1000)}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):
+        mode = conn.info.get("sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for errors where re-running the whole transaction may succeed."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    if not isinstance(exc, OperationalError | DBAPIError):
+        return False
+    orig = getattr(exc, "orig", None)
+    if orig is None:
+        return False
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if state in _PG_RETRY_STATES:
+        return True
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int) and args[0] in _MYSQL_RETRY_CODES:
+        return True
+    text = str(orig).lower()
+    return "database is locked" in text or "database table is locked" in text
+
+
+class Database:
+    """An engine plus the transaction discipline every request follows."""
+
+    def __init__(self, engine: Engine, max_retries: int = 20):
+        self.engine = engine
+        self.max_retries = max_retries
+        self.backend = engine.dialect.name
+
+    def read(self, fn: Callable[[Connection], T]) -> T:
+        return self._run(fn, write=False)
+
+    def write(self, fn: Callable[[Connection], T]) -> T:
+        return self._run(fn, write=True)
+
+    def _run(self, fn: Callable[[Connection], T], write: bool) -> T:
+        attempt = 0
+        while True:
+            try:
+                with self.engine.connect() as conn:
+                    if self.backend == "sqlite":
+                        conn.info["sqlite_begin"] = "IMMEDIATE" if write else "DEFERRED"
+                    with conn.begin():
+                        return fn(conn)
+            except DBAPIError as exc:
+                if not is_retryable(exc) or attempt >= self.max_retries:
+                    if is_retryable(exc):
+                        LOG.warning("giving up after %d retries: %s", attempt, exc)
+                        raise errors.ServiceUnavailable(
+                            "The database is busy; please retry the request."
+                        ) from exc
+                    raise
+                attempt += 1
+                LOG.info("retrying transaction (attempt %d) after: %s", attempt, exc.orig)
+                time.sleep(min(0.5, 0.01 * 2**attempt) * random.random())
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,53 @@
+"""Schema migrations with alembic, driven from code (no alembic.ini needed)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Engine
+
+
+def _config(connection=None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("placement_svc.migrations")))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head() -> str:
+    return ScriptDirectory.from_config(_config()).get_current_head()
+
+
+def current(engine: Engine) -> str | None:
+    """The schema revision of the database, or None for an empty one."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def is_empty(engine: Engine) -> bool:
+    return not sa.inspect(engine).get_table_names()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    with engine.begin() as conn:
+        command.upgrade(_config(conn), revision)
+
+
+def sync_standard_names(engine: Engine) -> tuple[int, int]:
+    """Insert missing standard resource classes and traits (upstream does this at start)."""
+    from placement_svc.db import resource_classes, traits
+
+    with engine.begin() as conn:
+        return resource_classes.sync_standard(conn), traits.sync_standard(conn)
+
+
+def sync(engine: Engine) -> None:
+    """Schema to head, then the standard names: what ``db sync`` does."""
+    upgrade(engine)
+    sync_standard_names(engine)

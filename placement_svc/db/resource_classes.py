@@ -1,0 +1,103 @@
+"""Resource classes: standard ones from os-resource-classes, custom ones CUSTOM_*."""
+
+from __future__ import annotations
+
+import os_resource_classes
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from placement_svc.db import tables
+from placement_svc.db.records import Named
+
+T = tables.resource_classes
+STANDARDS = frozenset(os_resource_classes.STANDARDS)
+
+
+class NotFound(Exception):
+    pass
+
+
+class Exists(Exception):
+    pass
+
+
+class InUse(Exception):
+    pass
+
+
+def _record(row) -> Named:
+    return Named(row.id, row.name, row.created_at, row.updated_at)
+
+
+def list_all(conn: Connection) -> list[Named]:
+    rows = conn.execute(sa.select(T).order_by(T.c.id))
+    return [_record(r) for r in rows]
+
+
+def get(conn: Connection, name: str) -> Named:
+    row = conn.execute(sa.select(T).where(T.c.name == name)).first()
+    if row is None:
+        raise NotFound(name)
+    return _record(row)
+
+
+def create(conn: Connection, name: str) -> Named:
+    """Insert a custom class with the next free id at or above 10000."""
+    if conn.execute(sa.select(T.c.id).where(T.c.name == name)).first():
+        raise Exists(name)
+    next_id = conn.execute(
+        sa.select(sa.func.max(T.c.id)).where(T.c.id >= tables.MIN_CUSTOM_RESOURCE_CLASS_ID)
+    ).scalar()
+    next_id = tables.MIN_CUSTOM_RESOURCE_CLASS_ID if next_id is None else next_id + 1
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.insert(T).values(id=next_id, name=name))
+    except IntegrityError:
+        # Another writer took the name or the id; tell which.
+        if conn.execute(sa.select(T.c.id).where(T.c.name == name)).first():
+            raise Exists(name) from None
+        raise
+    return get(conn, name)
+
+
+def rename(conn: Connection, old: Named, new_name: str) -> Named:
+    if new_name != old.name and conn.execute(sa.select(T.c.id).where(T.c.name == new_name)).first():
+        raise Exists(new_name)
+    conn.execute(
+        sa.update(T).where(T.c.id == old.id).values(name=new_name, updated_at=tables.utcnow())
+    )
+    return get(conn, new_name)
+
+
+def in_use(conn: Connection, rc_id: int) -> bool:
+    for table in (tables.inventories, tables.allocations):
+        found = conn.execute(
+            sa.select(table.c.id).where(table.c.resource_class_id == rc_id).limit(1)
+        ).first()
+        if found:
+            return True
+    return False
+
+
+def delete(conn: Connection, rc: Named) -> None:
+    if in_use(conn, rc.id):
+        raise InUse(rc.name)
+    conn.execute(sa.delete(T).where(T.c.id == rc.id))
+
+
+def sync_standard(conn: Connection) -> int:
+    """Insert the standard classes this database lacks; returns how many.
+
+    A standard class's id is its position in os-resource-classes' list, as
+    upstream numbers them, so ids agree across deployments.
+    """
+    present = {r.name for r in conn.execute(sa.select(T.c.name))}
+    missing = [
+        {"id": index, "name": name, "created_at": tables.utcnow()}
+        for index, name in enumerate(os_resource_classes.STANDARDS)
+        if name not in present
+    ]
+    if missing:
+        conn.execute(sa.insert(T), missing)
+    return len(missing)

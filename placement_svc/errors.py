@@ -1,0 +1,126 @@
+"""The one error path: exceptions that know their HTTP status and error code.
+
+Every error the service answers is rendered by ``error_body`` into
+upstream's format, ``{"errors": [{"status", "title", "detail",
+"request_id", "code"}]}``; ``code`` appears from microversion 1.23.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+# Error codes, as upstream names them (placement/errors.py there).
+DEFAULT = "placement.undefined_code"
+INVENTORY_INUSE = "placement.inventory.inuse"
+CONCURRENT_UPDATE = "placement.concurrent_update"
+DUPLICATE_NAME = "placement.duplicate_name"
+PROVIDER_IN_USE = "placement.resource_provider.inuse"
+PROVIDER_CANNOT_DELETE_PARENT = "placement.resource_provider.cannot_delete_parent"
+RESOURCE_PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
+ILLEGAL_DUPLICATE_QUERYPARAM = "placement.query.duplicate_key"
+QUERYPARAM_BAD_VALUE = "placement.query.bad_value"
+QUERYPARAM_MISSING_VALUE = "placement.query.missing_value"
+
+# The first sentence of each error's detail: what webob says upstream.
+EXPLANATIONS = {
+    400: "The server could not comply with the request since it is either "
+    "malformed or otherwise incorrect.",
+    401: "This server could not verify that you are authorized to access the "
+    "document you requested.",
+    403: "Access was denied to this resource.",
+    404: "The resource could not be found.",
+    405: "The method specified is not allowed for this resource.",
+    406: "The resource could not be generated that was acceptable to your browser.",
+    409: "There was a conflict when trying to complete your request.",
+    413: "The request is larger than the server is willing or able to process.",
+    414: "The request URI is longer than the server is willing to interpret.",
+    415: "The request media type is not supported by this server.",
+    500: "The server has either erred or is incapable of performing the requested operation.",
+    503: "The server is currently unavailable. Please try again at a later time.",
+}
+
+
+class PlacementError(Exception):
+    """An answer other than success. Subclasses fix the status."""
+
+    status = 500
+
+    def __init__(self, message: str = "", *, code: str = DEFAULT, headers=None):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.headers = dict(headers or {})
+
+    @property
+    def title(self) -> str:
+        return HTTPStatus(self.status).phrase
+
+    @property
+    def detail(self) -> str:
+        explanation = EXPLANATIONS.get(self.status, "")
+        if not self.message:
+            return explanation
+        return f"{explanation}\n\n {self.message}  "
+
+
+class BadRequest(PlacementError):
+    status = 400
+
+
+class Unauthorized(PlacementError):
+    status = 401
+
+
+class Forbidden(PlacementError):
+    status = 403
+
+
+class NotFound(PlacementError):
+    status = 404
+
+
+class MethodNotAllowed(PlacementError):
+    status = 405
+
+    def __init__(self, method: str, allowed: list[str]):
+        super().__init__(
+            f"The method {method} is not allowed for this resource.",
+            headers={"Allow": ", ".join(allowed)},
+        )
+
+
+class NotAcceptable(PlacementError):
+    status = 406
+
+
+class Conflict(PlacementError):
+    status = 409
+
+
+class PayloadTooLarge(PlacementError):
+    status = 413
+
+
+class UriTooLong(PlacementError):
+    status = 414
+
+
+class UnsupportedMediaType(PlacementError):
+    status = 415
+
+
+class ServiceUnavailable(PlacementError):
+    status = 503
+
+
+class InternalError(PlacementError):
+    status = 500
+
+
+def error_body(error: PlacementError, request_id: str | None, with_code: bool) -> dict:
+    entry = {"status": error.status, "title": error.title, "detail": error.detail}
+    if with_code:
+        entry["code"] = error.code
+    if request_id:
+        entry["request_id"] = request_id
+    return {"errors": [entry]}

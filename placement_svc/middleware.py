@@ -1,0 +1,55 @@
+"""Per-request plumbing as falcon middleware: request id, context, microversion.
+
+Order matters and is fixed here: the request id first (so every answer,
+errors included, carries one), then the caller's identity (401 without it,
+except for the version document), then the microversion (400/406), then
+the checks every body-carrying request gets.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from placement_svc import auth, errors
+from placement_svc import microversion as mv
+from placement_svc.context import RequestContext
+
+ENV_REQUEST_ID = "openstack.request_id"
+ENV_MICROVERSION = "placement.microversion"
+MAX_URL_LENGTH = 16384
+
+
+class Plumbing:
+    def process_request(self, req, resp):
+        env = req.env
+        request_id = env.get(ENV_REQUEST_ID) or f"req-{uuid.uuid4()}"
+        env[ENV_REQUEST_ID] = request_id
+        ctx = RequestContext.from_environ(env, request_id)
+        req.context.placement = ctx
+        resp.set_header("x-openstack-request-id", request_id)
+        if len(env.get("QUERY_STRING", "")) + len(env.get("PATH_INFO", "")) > MAX_URL_LENGTH:
+            raise errors.UriTooLong(f"The request URI is longer than {MAX_URL_LENGTH} characters.")
+        if ctx.user_id is None and env.get("PATH_INFO", "") not in auth.ROOT_PATHS:
+            raise errors.Unauthorized("The request you have made requires authentication.")
+        try:
+            ctx.version = mv.from_headers(env)
+        except mv.MicroversionError as exc:
+            error = (errors.NotAcceptable if exc.status == 406 else errors.BadRequest)(exc.message)
+            error.version_range = True
+            raise error from None
+        env[ENV_MICROVERSION] = ctx.version
+        resp.set_header(mv.HEADER, mv.header_value(ctx.version))
+        resp.append_header("Vary", mv.HEADER.lower())
+        _check_content_headers(env)
+
+
+def _check_content_headers(env) -> None:
+    length = env.get("CONTENT_LENGTH")
+    if not length:
+        return
+    try:
+        size = int(length)
+    except ValueError:
+        raise errors.BadRequest("content-length header must be an integer") from None
+    if size > 0 and not env.get("CONTENT_TYPE"):
+        raise errors.BadRequest("content-type header required when content-length > 0")

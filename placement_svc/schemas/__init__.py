@@ -1,0 +1,1 @@
+"""JSON schemas, one module per resource family; each version's schema reads whole."""

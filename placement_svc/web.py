@@ -1,0 +1,116 @@
+"""Small request/response helpers every handler shares."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from email.utils import format_datetime
+
+import falcon
+import jsonschema
+
+from placement_svc import errors
+from placement_svc import microversion as mv
+
+JSON = "application/json"
+MAX_BODY_BYTES = 8 * 1024 * 1024
+_FORMAT_CHECKER = jsonschema.FormatChecker()
+
+
+def version(req: falcon.Request):
+    return req.context.placement.version
+
+
+def require_version(req: falcon.Request, feature) -> None:
+    """Answer 404, as upstream does, for a handler not there at this version."""
+    if version(req) < feature:
+        raise errors.NotFound()
+
+
+def check_accept(req: falcon.Request) -> None:
+    """406 when the client's Accept excludes JSON (an absent header accepts it)."""
+    accept = req.get_header("Accept")
+    if accept and not req.client_accepts(JSON):
+        raise errors.NotAcceptable(f"Only {JSON} is provided")
+
+
+def read_json(req: falcon.Request, schema: dict | None = None):
+    """The request body as JSON, checked for media type, syntax and schema."""
+    media_type = (req.content_type or "").split(";", 1)[0].strip().lower()
+    if media_type != JSON:
+        raise errors.UnsupportedMediaType(
+            f"The media type {req.content_type or 'None'} is not supported, use {JSON}"
+        )
+    raw = req.bounded_stream.read(MAX_BODY_BYTES + 1)
+    if len(raw) > MAX_BODY_BYTES:
+        raise errors.PayloadTooLarge(f"Request body is larger than {MAX_BODY_BYTES} bytes.")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest(f"Malformed JSON: {exc}") from None
+    if schema is not None:
+        validate(data, schema)
+    return data
+
+
+def validate(data, schema: dict) -> None:
+    try:
+        jsonschema.validate(data, schema, format_checker=_FORMAT_CHECKER)
+    except jsonschema.ValidationError as exc:
+        raise errors.BadRequest(f"JSON does not validate: {_describe(exc)}") from None
+
+
+def _describe(exc: jsonschema.ValidationError) -> str:
+    where = "/".join(str(p) for p in exc.absolute_path)
+    return f"{exc.message} (at '{where}')" if where else exc.message
+
+
+def render(resp: falcon.Response, body, status: int = 200) -> None:
+    resp.status = status
+    resp.content_type = JSON
+    resp.text = json.dumps(body)
+
+
+def no_content(resp: falcon.Response, status: int = 204) -> None:
+    resp.status = status
+    resp.content_type = None
+    resp.text = None
+
+
+def url(req: falcon.Request, path: str) -> str:
+    """A link relative to the service root, with the prefix it is mounted under."""
+    return f"{req.root_path}{path}"
+
+
+def cache_headers(req: falcon.Request, resp: falcon.Response, last_modified=None) -> None:
+    """From 1.15: last-modified (the newest change, or now) and no-cache."""
+    if version(req) < mv.CACHE_HEADERS:
+        return
+    if last_modified is None:
+        last_modified = datetime.datetime.now(datetime.timezone.utc)
+    elif last_modified.tzinfo is None:
+        last_modified = last_modified.replace(tzinfo=datetime.timezone.utc)
+    resp.set_header("Last-Modified", format_datetime(last_modified, usegmt=True))
+    resp.set_header("Cache-Control", "no-cache")
+
+
+def newest(records) -> datetime.datetime | None:
+    stamps = [r.modified for r in records if r.modified is not None]
+    return max(stamps) if stamps else None
+
+
+def query(req: falcon.Request, schema: dict | None = None) -> dict[str, list[str]]:
+    """Query parameters as lists of values, validated like upstream.
+
+    The schema sees each key's last value, as webob's ``dict(req.GET)`` gives.
+    """
+    params: dict[str, list[str]] = {}
+    for key, value in req.params.items():
+        params[key] = value if isinstance(value, list) else [value]
+    if schema is not None:
+        last = {key: values[-1] for key, values in params.items()}
+        try:
+            jsonschema.validate(last, schema, format_checker=_FORMAT_CHECKER)
+        except jsonschema.ValidationError as exc:
+            raise errors.BadRequest(f"Invalid query string parameters: {_describe(exc)}") from None
+    return params

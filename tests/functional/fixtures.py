@@ -1,0 +1,64 @@
+"""Gabbi fixtures: a fresh database and application per YAML file.
+
+``APIFixture`` is the default: quick-start configuration (noauth2). The
+environment variables it sets are there for YAML files to use as
+``$ENVIRON['NAME']``: fresh uuids per file, so files never depend on each
+other's data.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from gabbi import fixture
+
+from placement_svc import app, conf
+from tests.functional import databases
+
+UUID_NAMES = (
+    "RP_UUID",
+    "ALT_RP_UUID",
+    "PARENT_PROVIDER_UUID",
+    "ALT_PARENT_PROVIDER_UUID",
+    "CONSUMER_UUID",
+    "ALT_CONSUMER_UUID",
+    "PROJECT_ID",
+    "ALT_PROJECT_ID",
+    "USER_ID",
+    "ALT_USER_ID",
+    "AGGREGATE_UUID",
+    "ALT_AGGREGATE_UUID",
+)
+
+
+def make_conf(**overrides):
+    """A ConfigOpts for tests: no files read, noauth2, overrides as group.option."""
+    cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
+    cfg.set_override("auth_strategy", "noauth2", group="api")
+    for key, value in overrides.items():
+        group, _dot, name = key.partition(".")
+        cfg.set_override(name, value, group=group)
+    return cfg
+
+
+def for_backend(backend: str, slot) -> dict:
+    """The fixture classes a YAML file may name, bound to one backend."""
+
+    class APIFixture(fixture.GabbiFixture):
+        config_overrides: dict = {}
+
+        def start_fixture(self):
+            test_db = databases.get(backend)
+            test_db.reset()
+            cfg = make_conf(**self.config_overrides)
+            slot.app = app.create_app(cfg, test_db.db)
+            for name in UUID_NAMES:
+                os.environ[name] = str(uuid.uuid4())
+            os.environ["RP_NAME"] = "rp-" + os.environ["RP_UUID"][:8]
+            os.environ["ALT_RP_NAME"] = "rp-" + os.environ["ALT_RP_UUID"][:8]
+
+        def stop_fixture(self):
+            slot.app = None
+
+    return {"APIFixture": APIFixture}
