@@ -9,7 +9,16 @@ import falcon
 
 from placement_svc import auth, errors, middleware, requestlog
 from placement_svc import microversion as mv
-from placement_svc.api import resource_classes, root, traits
+from placement_svc.api import (
+    aggregates,
+    inventories,
+    provider_traits,
+    resource_classes,
+    resource_providers,
+    root,
+    traits,
+    usages,
+)
 from placement_svc.db.engine import Database, create_engine
 
 LOG = logging.getLogger(__name__)
@@ -19,6 +28,11 @@ def route_table(db) -> list[tuple[str, dict]]:
     """Every URL upstream Placement serves, with the handler for each method."""
     rcs = resource_classes.ResourceClasses(db)
     trs = traits.Traits(db)
+    rps = resource_providers.ResourceProviders(db)
+    invs = inventories.Inventories(db)
+    aggs = aggregates.Aggregates(db)
+    rp_traits = provider_traits.ProviderTraits(db)
+    rp_usages = usages.ProviderUsages(db)
     pending = _pending  # handlers the next issues bring; they answer 501 till then
     return [
         ("/", {"GET": root.home}),
@@ -27,22 +41,30 @@ def route_table(db) -> list[tuple[str, dict]]:
             "/resource_classes/{name}",
             {"GET": rcs.show, "PUT": rcs.update, "DELETE": rcs.delete},
         ),
-        ("/resource_providers", {"GET": pending, "POST": pending}),
-        ("/resource_providers/{uuid}", {"GET": pending, "PUT": pending, "DELETE": pending}),
+        ("/resource_providers", {"GET": rps.list, "POST": rps.create}),
+        (
+            "/resource_providers/{uuid}",
+            {"GET": rps.show, "PUT": rps.update, "DELETE": rps.delete},
+        ),
         (
             "/resource_providers/{uuid}/inventories",
-            {"GET": pending, "POST": pending, "PUT": pending, "DELETE": pending},
+            {
+                "GET": invs.list,
+                "POST": invs.create,
+                "PUT": invs.replace_all,
+                "DELETE": invs.delete_all,
+            },
         ),
         (
             "/resource_providers/{uuid}/inventories/{resource_class}",
-            {"GET": pending, "PUT": pending, "DELETE": pending},
+            {"GET": invs.show, "PUT": invs.update, "DELETE": invs.delete},
         ),
-        ("/resource_providers/{uuid}/usages", {"GET": pending}),
-        ("/resource_providers/{uuid}/aggregates", {"GET": pending, "PUT": pending}),
+        ("/resource_providers/{uuid}/usages", {"GET": rp_usages.show}),
+        ("/resource_providers/{uuid}/aggregates", {"GET": aggs.list, "PUT": aggs.replace}),
         ("/resource_providers/{uuid}/allocations", {"GET": pending}),
         (
             "/resource_providers/{uuid}/traits",
-            {"GET": pending, "PUT": pending, "DELETE": pending},
+            {"GET": rp_traits.list, "PUT": rp_traits.replace, "DELETE": rp_traits.delete},
         ),
         ("/allocations", {"POST": pending}),
         ("/allocations/{consumer_uuid}", {"GET": pending, "PUT": pending, "DELETE": pending}),

@@ -11,10 +11,14 @@ import jsonschema
 
 from placement_svc import errors
 from placement_svc import microversion as mv
+from placement_svc.uuidutil import is_uuid_like
 
 JSON = "application/json"
 MAX_BODY_BYTES = 8 * 1024 * 1024
 _FORMAT_CHECKER = jsonschema.FormatChecker()
+
+
+_FORMAT_CHECKER.checks("uuid")(is_uuid_like)
 
 
 def version(req: falcon.Request):

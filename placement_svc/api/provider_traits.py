@@ -1,0 +1,65 @@
+"""/resource_providers/{uuid}/traits (1.6+)."""
+
+from __future__ import annotations
+
+from placement_svc import errors, web
+from placement_svc import microversion as mv
+from placement_svc.db import names, providers
+from placement_svc.db import provider_traits as store
+from placement_svc.schemas import trait as schema
+
+
+class ProviderTraits:
+    def __init__(self, db):
+        self.db = db
+
+    def _send(self, req, resp, generation, traits):
+        web.render(
+            resp,
+            {"traits": [t.name for t in traits], "resource_provider_generation": generation},
+        )
+        web.cache_headers(req, resp, web.newest(traits))
+
+    def list(self, req, resp, uuid):
+        web.require_version(req, mv.TRAITS)
+        web.check_accept(req)
+
+        def read(conn):
+            provider = providers.get(conn, uuid, f"No resource provider with uuid {uuid} found")
+            return provider.generation, store.for_provider(conn, provider.id)
+
+        self._send(req, resp, *self.db.read(read))
+
+    def replace(self, req, resp, uuid):
+        web.require_version(req, mv.TRAITS)
+        data = web.read_json(req, schema.PROVIDER_TRAITS)
+
+        def write(conn):
+            provider = providers.get(conn, uuid)
+            seen = data["resource_provider_generation"]
+            if seen != provider.generation:
+                raise providers.ConcurrentUpdate(
+                    uuid,
+                    "Resource provider's generation already changed. Please update the "
+                    "generation and try again.",
+                )
+            ids = names.trait_ids(conn, data["traits"])
+            missing = sorted(set(data["traits"]) - set(ids))
+            if missing:
+                raise errors.BadRequest(f"No such trait {', '.join(missing)}")
+            generation = providers.bump_generation(conn, provider, seen)
+            store.replace(conn, provider.id, set(ids.values()))
+            return generation, store.for_provider(conn, provider.id)
+
+        self._send(req, resp, *self.db.write(write))
+
+    def delete(self, req, resp, uuid):
+        web.require_version(req, mv.TRAITS)
+
+        def write(conn):
+            provider = providers.get(conn, uuid)
+            providers.bump_generation(conn, provider)
+            store.replace(conn, provider.id, set())
+
+        self.db.write(write)
+        web.no_content(resp)

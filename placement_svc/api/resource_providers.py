@@ -1,0 +1,116 @@
+"""/resource_providers and /resource_providers/{uuid}."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+
+from placement_svc import microversion as mv
+from placement_svc import queryparams, web
+from placement_svc.db import providers as store
+from placement_svc.schemas import resource_provider as schema
+
+
+def links(req, provider) -> list[dict]:
+    base = web.url(req, f"/resource_providers/{provider.uuid}")
+    rels = ["inventories", "usages"]
+    version = web.version(req)
+    if version >= mv.AGGREGATES:
+        rels.append("aggregates")
+    if version >= mv.TRAITS:
+        rels.append("traits")
+    if version >= mv.ALLOCATIONS_LINK:
+        rels.append("allocations")
+    return [{"rel": "self", "href": base}] + [{"rel": rel, "href": f"{base}/{rel}"} for rel in rels]
+
+
+def represent(req, provider) -> dict:
+    body = {
+        "uuid": provider.uuid,
+        "name": provider.name,
+        "generation": provider.generation,
+        "links": links(req, provider),
+    }
+    if web.version(req) >= mv.NESTED_PROVIDERS:
+        body["parent_provider_uuid"] = provider.parent_uuid
+        body["root_provider_uuid"] = provider.root_uuid
+    return body
+
+
+class ResourceProviders:
+    def __init__(self, db):
+        self.db = db
+
+    def list(self, req, resp):
+        web.check_accept(req)
+        version = web.version(req)
+        params = web.query(req, schema.list_query(version))
+        found = self.db.read(lambda conn: self._filtered(conn, params, version))
+        web.render(resp, {"resource_providers": [represent(req, p) for p in found]})
+        web.cache_headers(req, resp, web.newest(found))
+
+    def _filtered(self, conn, params, version):
+        def last(key):
+            return params[key][-1] if key in params else None
+
+        return store.list_filtered(
+            conn,
+            name=last("name"),
+            uuid=last("uuid"),
+            in_tree=queryparams.in_tree(last("in_tree")) if "in_tree" in params else None,
+            member_of=queryparams.member_of(params.get("member_of", []), version),
+            required=queryparams.required(params.get("required", []), version),
+            resources=queryparams.resources(last("resources")) if "resources" in params else {},
+        )
+
+    def create(self, req, resp):
+        version = web.version(req)
+        nested = version >= mv.NESTED_PROVIDERS
+        data = web.read_json(req, schema.CREATE_V1_14 if nested else schema.CREATE_V1_0)
+        uuid = store.canonical_uuid(data["uuid"]) if data.get("uuid") else str(uuidlib.uuid4())
+        parent = data.get("parent_provider_uuid")
+        parent = store.canonical_uuid(parent) if parent else None
+        provider = self.db.write(lambda conn: store.create(conn, data["name"], uuid, parent))
+        resp.set_header("Location", web.url(req, f"/resource_providers/{provider.uuid}"))
+        if version >= mv.PROVIDER_POST_RETURNS_BODY:
+            web.render(resp, represent(req, provider))
+            web.cache_headers(req, resp, provider.modified)
+        else:
+            web.no_content(resp, 201)
+
+    def show(self, req, resp, uuid):
+        web.check_accept(req)
+        provider = self.db.read(lambda conn: store.get(conn, uuid))
+        web.render(resp, represent(req, provider))
+        web.cache_headers(req, resp, provider.modified)
+
+    def update(self, req, resp, uuid):
+        version = web.version(req)
+        nested = version >= mv.NESTED_PROVIDERS
+        data = web.read_json(req, schema.UPDATE_V1_14 if nested else schema.UPDATE_V1_0)
+        parent = data.get("parent_provider_uuid", store._KEEP)
+        if isinstance(parent, str):
+            parent = store.canonical_uuid(parent)
+
+        def update(conn):
+            provider = store.get(conn, uuid)
+            return store.update(
+                conn,
+                provider,
+                data["name"],
+                parent,
+                allow_reparenting=version >= mv.REPARENTING,
+            )
+
+        provider = self.db.write(update)
+        web.render(resp, represent(req, provider))
+        web.cache_headers(req, resp, provider.modified)
+
+    def delete(self, req, resp, uuid):
+        def delete(conn):
+            provider = store.get(
+                conn, uuid, f"No resource provider with uuid {uuid} found for delete"
+            )
+            store.delete(conn, provider)
+
+        self.db.write(delete)
+        web.no_content(resp)

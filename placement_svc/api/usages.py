@@ -1,0 +1,26 @@
+"""GET /resource_providers/{uuid}/usages: used amounts per class with inventory."""
+
+from __future__ import annotations
+
+from placement_svc import web
+from placement_svc.db import inventories, names, providers
+
+
+class ProviderUsages:
+    def __init__(self, db):
+        self.db = db
+
+    def show(self, req, resp, uuid):
+        web.check_accept(req)
+
+        def read(conn):
+            provider = providers.get(conn, uuid, f"No resource provider with uuid {uuid} found")
+            used = inventories.usage_by_class(conn, provider.id)
+            classes = [inv.resource_class for inv in inventories.list_for(conn, provider.id)]
+            ids = names.resource_class_ids(conn, classes)
+            by_name = {name: used.get(ids[name], 0) for name in classes}
+            return provider.generation, by_name
+
+        generation, usages = self.db.read(read)
+        web.render(resp, {"resource_provider_generation": generation, "usages": usages})
+        web.cache_headers(req, resp)

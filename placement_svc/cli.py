@@ -1,0 +1,452 @@
+"""``placement-svc``: the command line.
+
+    placement-svc db sync       bring the schema to the latest revision and add
+                                the standard resource classes and traits
+    placement-svc db version    print the schema revision of the database
+    placement-svc serve         answer the API under gunicorn
+
+Every failure an operator can cause (a missing or unparsable configuration
+file, a bad value in it, a bad or unreachable database URL, an out-of-date
+schema) ends with one line on stderr, ``placement-svc: error: ...``, and exit
+status 1. ``--debug`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import logging.config
+import os
+import socket
+import sys
+import time
+
+from gunicorn.app.base import BaseApplication
+from oslo_config import cfg
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
+
+from placement_svc import conf as placement_conf
+from placement_svc import errors
+
+PROG = "placement-svc"
+DEFAULT_BIND = "127.0.0.1:8778"
+CONFIG_FILE = "placement.conf"
+# Every log line of `serve`, gunicorn's own included, on stderr:
+#   2025-01-31 12:00:00,123 4242 INFO placement_svc.requests 127.0.0.1 "GET /" ...
+LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"
+
+LOG = logging.getLogger(__name__)
+
+
+class Failure(Exception):
+    """A problem the operator can fix; its message is the one line printed."""
+
+
+# -- configuration -----------------------------------------------------------
+
+
+def load_conf(config_files=(), config_dir=None, default_files=None) -> cfg.ConfigOpts:
+    """The configuration, every value checked now rather than at first use."""
+    args = []
+    for path in config_files:
+        args += ["--config-file", path]
+    if config_dir:
+        args += ["--config-dir", config_dir]
+    try:
+        conf = placement_conf.make_conf(args, config_files=default_files)
+        for group, opts in placement_conf.list_opts():
+            for opt in opts:
+                getattr(conf[group], opt.dest)
+    except cfg.Error as exc:
+        raise Failure(_one_line(exc)) from exc
+    return conf
+
+
+def wsgi_config_files(environ=None) -> list[str] | None:
+    """$OS_PLACEMENT_CONFIG_DIR/placement.conf, as upstream's WSGI script reads;
+    None (oslo.config's standard places) when the variable is unset."""
+    environ = os.environ if environ is None else environ
+    dirname = environ.get("OS_PLACEMENT_CONFIG_DIR", "").strip()
+    return [os.path.join(dirname, CONFIG_FILE)] if dirname else None
+
+
+# -- the database ------------------------------------------------------------
+
+
+def _shown_url(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except sa_exc.ArgumentError:
+        return "(unparsable URL)"
+
+
+@contextlib.contextmanager
+def database_errors(url: str):
+    """Turn what the database layer raises into one-line Failures."""
+    shown = _shown_url(url)
+    try:
+        yield
+    except Failure:
+        raise
+    except sa_exc.NoSuchModuleError as exc:
+        raise Failure(f"unknown database type in {shown}: {_one_line(exc)}") from exc
+    except sa_exc.ArgumentError as exc:
+        raise Failure(f"bad database URL {shown}: {_one_line(exc)}") from exc
+    except ImportError as exc:
+        raise Failure(
+            f"no driver for {shown} ({exc.name or exc}): "
+            "pip install 'placement-svc[postgresql]' or 'placement-svc[mysql]'"
+        ) from exc
+    except sa_exc.DBAPIError as exc:
+        raise Failure(f"database {shown}: {_one_line(exc.orig or exc)}") from exc
+    except sa_exc.SQLAlchemyError as exc:
+        raise Failure(f"database {shown}: {_one_line(exc)}") from exc
+    except errors.ServiceUnavailable as exc:
+        raise Failure(f"database {shown}: {exc.message}") from exc
+
+
+def make_engine(conf):
+    from placement_svc.db.engine import create_engine
+
+    url = conf.placement_database.connection
+    if not url:
+        raise Failure("[placement_database] connection is not set in the configuration")
+    with database_errors(url):
+        return create_engine(url, conf.placement_database)
+
+
+def wait_for_database(engine, retries: int, interval: float) -> None:
+    """Connect once, retrying like upstream's start-up (-1 retries forever)."""
+    attempt = 0
+    while True:
+        try:
+            with engine.connect():
+                return
+        except sa_exc.OperationalError as exc:
+            if engine.dialect.name == "sqlite" or (0 <= retries <= attempt):
+                raise
+            attempt += 1
+            LOG.warning(
+                "database not reachable (retry %d%s in %ss): %s",
+                attempt,
+                "" if retries < 0 else f" of {retries}",
+                interval,
+                _one_line(exc.orig or exc),
+            )
+            time.sleep(interval)
+
+
+def prepare_database(conf, *, create_if_empty: bool, wait: bool) -> None:
+    """What the service does before answering: reach the database, migrate it
+    when it is empty (if allowed) or [placement_database] sync_on_startup says
+    so, insist on the latest schema otherwise, add missing standard names."""
+    from placement_svc.db import migration
+
+    db_conf = conf.placement_database
+    engine = make_engine(conf)
+    try:
+        with database_errors(db_conf.connection):
+            if wait:
+                wait_for_database(engine, db_conf.max_retries, db_conf.retry_interval)
+            if db_conf.sync_on_startup or (create_if_empty and migration.is_empty(engine)):
+                LOG.info("bringing the database schema to %s", migration.head())
+                migration.sync(engine)
+            else:
+                require_head(engine)
+            sync_standard_names(engine)
+    finally:
+        engine.dispose()
+
+
+def require_head(engine) -> None:
+    from placement_svc.db import migration
+
+    current, head = migration.current(engine), migration.head()
+    if current != head:
+        where = f"at revision {current}" if current else "not initialised"
+        raise Failure(
+            f"the database schema is {where}, this version needs {head}: run '{PROG} db sync'"
+        )
+
+
+def sync_standard_names(engine, attempts: int = 5) -> None:
+    """Add missing standard classes and traits; several processes starting at
+    once may race to insert the same names, the loser simply tries again."""
+    from placement_svc.db import migration
+
+    for attempt in range(1, attempts + 1):
+        try:
+            migration.sync_standard_names(engine)
+            return
+        except sa_exc.IntegrityError:
+            if attempt == attempts:
+                raise
+            time.sleep(0.1 * attempt)
+
+
+# -- commands ----------------------------------------------------------------
+
+
+def db_sync(conf, args) -> None:
+    from placement_svc.db import migration
+
+    engine = make_engine(conf)
+    try:
+        with database_errors(conf.placement_database.connection):
+            migration.sync(engine)
+    finally:
+        engine.dispose()
+
+
+def db_version(conf, args) -> None:
+    from placement_svc.db import migration
+
+    engine = make_engine(conf)
+    try:
+        with database_errors(conf.placement_database.connection):
+            print(migration.current(engine) or "None")
+    finally:
+        engine.dispose()
+
+
+def serve(conf, args) -> None:
+    check_bind(args.bind)
+    prepare_database(conf, create_if_empty=True, wait=True)
+    build_app(conf)  # fail here, once, rather than in every worker
+    options = {
+        "bind": args.bind,
+        "workers": args.workers,
+        "proc_name": PROG,
+        "accesslog": None,  # placement_svc.requests logs every request instead
+        "logconfig_dict": logging_config(args),
+    }
+    _Gunicorn(conf, args.prefix, options).run()
+
+
+class _Gunicorn(BaseApplication):
+    """Gunicorn with options from our command line; every worker builds its own
+    application (load runs after the fork), so no connection crosses a fork."""
+
+    def __init__(self, conf, prefix: str, options: dict):
+        self.conf, self.prefix, self.options = conf, prefix, options
+        super().__init__(prog=PROG)
+
+    def load_config(self):
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self):
+        return build_app(self.conf, self.prefix)
+
+
+def build_app(conf, prefix: str = ""):
+    from placement_svc.app import create_app
+
+    try:
+        application = create_app(conf)
+    except RuntimeError as exc:
+        raise Failure(_one_line(exc)) from exc
+    return PrefixMount(application, prefix) if prefix else application
+
+
+def check_bind(bind: str) -> None:
+    """Fail with one line now when the address cannot be listened on, rather
+    than letting gunicorn retry and log for several seconds."""
+    host, _colon, port = bind.rpartition(":")
+    host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(
+            host or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        family, kind, proto, _name, address = infos[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+    except OSError as exc:
+        raise Failure(f"cannot listen on {bind}: {exc.strerror or exc}") from exc
+
+
+class PrefixMount:
+    """Serve ``application`` under a path prefix: the prefix moves from
+    PATH_INFO to SCRIPT_NAME (so links carry it); other paths are 404."""
+
+    def __init__(self, application, prefix: str):
+        self.application = application
+        self.prefix = prefix
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path == self.prefix or path.startswith(self.prefix + "/"):
+            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + self.prefix
+            environ["PATH_INFO"] = path[len(self.prefix) :]
+            return self.application(environ, start_response)
+        import json
+
+        error = errors.NotFound(f"The service is at {self.prefix}/.")
+        body = json.dumps(errors.error_body(error, None, with_code=False)).encode()
+        start_response(
+            "404 Not Found",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
+
+# -- the command line ----------------------------------------------------------
+
+
+def _bind(value: str) -> str:
+    host, colon, port = value.rpartition(":")
+    if not colon or not host or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return value
+
+
+def _workers(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
+    return int(value)
+
+
+def _prefix(value: str) -> str:
+    if not value.startswith("/"):
+        raise argparse.ArgumentTypeError(f"expected a path starting with '/', got {value!r}")
+    return value.rstrip("/")
+
+
+def _add_config_args(parser, dest_prefix: str) -> None:
+    # Two sets of destinations (global, and after the command) because
+    # argparse lets a sub-command's values replace the global ones.
+    suppress = {"default": argparse.SUPPRESS} if dest_prefix else {"default": None}
+    parser.add_argument(
+        "--config-file",
+        action="append",
+        metavar="PATH",
+        dest=dest_prefix + "config_files",
+        help="a placement.conf to read; repeat for several, later ones win. "
+        "Default: placement.conf (or placement-svc.conf) in ~/.placement/, ~/, "
+        "/etc/placement/ or /etc/; with none at all, a SQLite database "
+        "placement.sqlite in the current directory and noauth2.",
+        **suppress,
+    )
+    parser.add_argument(
+        "--config-dir",
+        metavar="DIR",
+        dest=dest_prefix + "config_dir",
+        help="a directory of *.conf files read after the configuration files",
+        **suppress,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    leaf = argparse.ArgumentParser(add_help=False)
+    _add_config_args(leaf, "leaf_")
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="The OpenStack Placement API service and its database tools.",
+    )
+    _add_config_args(parser, "")
+    parser.add_argument(
+        "--debug", action="store_true", help="log at DEBUG and show tracebacks of errors"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    db = commands.add_parser(
+        "db", help="database schema tools", description="Database schema tools."
+    )
+    db_commands = db.add_subparsers(dest="db_command", metavar="DB_COMMAND", required=True)
+    text = (
+        "Bring the database schema to the latest revision and add the standard "
+        "resource classes and traits that are missing. Safe to run again."
+    )
+    sync = db_commands.add_parser("sync", parents=[leaf], help=text, description=text)
+    sync.set_defaults(func=db_sync, log_level=logging.WARNING)
+    text = "Print the schema revision of the database ('None' when it has no schema)."
+    version = db_commands.add_parser("version", parents=[leaf], help=text, description=text)
+    version.set_defaults(func=db_version, log_level=logging.WARNING)
+
+    text = (
+        "Serve the Placement API with gunicorn. An empty database gets its schema "
+        "first; an out-of-date one is refused (run 'db sync'). Logs go to stderr."
+    )
+    srv = commands.add_parser("serve", parents=[leaf], help=text, description=text)
+    srv.add_argument(
+        "--bind",
+        type=_bind,
+        default=DEFAULT_BIND,
+        metavar="HOST:PORT",
+        help=f"address to listen on (default {DEFAULT_BIND})",
+    )
+    srv.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="worker processes, each with its own database connections (default 1)",
+    )
+    srv.add_argument(
+        "--prefix",
+        type=_prefix,
+        default="",
+        metavar="PATH",
+        help="serve under this path, e.g. /placement (default: at the root)",
+    )
+    srv.set_defaults(func=serve, log_level=logging.INFO)
+    return parser
+
+
+def logging_config(args) -> dict:
+    """One handler on stderr for everything, gunicorn's loggers included."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"placement": {"format": LOG_FORMAT}},
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "formatter": "placement",
+                "stream": "ext://sys.stderr",
+            }
+        },
+        "root": {"level": logging.getLevelName(args.log_level), "handlers": ["stderr"]},
+        "loggers": {
+            "placement_svc": {"level": "DEBUG" if args.debug else "NOTSET"},
+            "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True},
+            "gunicorn.access": {"level": "INFO", "handlers": [], "propagate": False},
+        },
+    }
+
+
+def _one_line(exc) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.config.dictConfig(logging_config(args))
+    try:
+        conf = load_conf(
+            (args.config_files or []) + getattr(args, "leaf_config_files", []),
+            getattr(args, "leaf_config_dir", None) or args.config_dir,
+        )
+        args.func(conf, args)
+    except Failure as exc:
+        return _fail(args, str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - a bug: still one line, unless --debug
+        hint = "" if args.debug else " (--debug shows the traceback)"
+        return _fail(args, f"unexpected {type(exc).__name__}: {_one_line(exc)}{hint}")
+    return 0
+
+
+def _fail(args, message: str) -> int:
+    if args.debug:
+        LOG.exception("the command failed")
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

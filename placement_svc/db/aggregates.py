@@ -1,0 +1,61 @@
+"""Aggregate membership of providers."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from placement_svc.db import tables
+
+AGG = tables.placement_aggregates
+RPA = tables.resource_provider_aggregates
+
+
+def for_provider(conn: Connection, provider_id: int) -> list[str]:
+    rows = conn.execute(
+        sa.select(AGG.c.uuid)
+        .join(RPA, RPA.c.aggregate_id == AGG.c.id)
+        .where(RPA.c.resource_provider_id == provider_id)
+        .order_by(AGG.c.uuid)
+    )
+    return [row.uuid for row in rows]
+
+
+def _ensure_ids(conn: Connection, uuids: list[str]) -> dict[str, int]:
+    """Aggregate ids for ``uuids``, creating the aggregates that are new."""
+    found = {row.uuid: row.id for row in conn.execute(sa.select(AGG).where(AGG.c.uuid.in_(uuids)))}
+    for uuid in uuids:
+        if uuid in found:
+            continue
+        try:
+            with conn.begin_nested():
+                found[uuid] = conn.execute(sa.insert(AGG).values(uuid=uuid)).inserted_primary_key[0]
+        except IntegrityError:  # created concurrently
+            found[uuid] = conn.execute(sa.select(AGG.c.id).where(AGG.c.uuid == uuid)).scalar_one()
+    return found
+
+
+def replace(conn: Connection, provider_id: int, uuids: list[str]) -> None:
+    """Make the provider a member of exactly ``uuids``."""
+    ids = _ensure_ids(conn, list(uuids)) if uuids else {}
+    current = {
+        row.aggregate_id
+        for row in conn.execute(
+            sa.select(RPA.c.aggregate_id).where(RPA.c.resource_provider_id == provider_id)
+        )
+    }
+    wanted = set(ids.values())
+    gone = current - wanted
+    if gone:
+        conn.execute(
+            sa.delete(RPA).where(
+                RPA.c.resource_provider_id == provider_id, RPA.c.aggregate_id.in_(gone)
+            )
+        )
+    new = wanted - current
+    if new:
+        conn.execute(
+            sa.insert(RPA),
+            [{"resource_provider_id": provider_id, "aggregate_id": agg_id} for agg_id in new],
+        )

@@ -1,0 +1,86 @@
+"""SQL conditions on providers shared by GET /resource_providers and the
+candidate search: capacity for an amount of a class, traits, aggregates.
+
+Each returns a boolean SQL expression over ``provider_id`` (a column), so
+callers can combine them into one statement, whatever the provider count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+
+from placement_svc.db import tables
+
+INV = tables.inventories
+ALLOC = tables.allocations
+RPT = tables.resource_provider_traits
+RPA = tables.resource_provider_aggregates
+AGG = tables.placement_aggregates
+
+
+def usage_subquery(rc_id: int | None = None):
+    """Used amounts per (provider, class); restricted to one class when given."""
+    stmt = sa.select(
+        ALLOC.c.resource_provider_id,
+        ALLOC.c.resource_class_id,
+        sa.func.sum(ALLOC.c.used).label("used"),
+    ).group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+    if rc_id is not None:
+        stmt = stmt.where(ALLOC.c.resource_class_id == rc_id)
+    return stmt.subquery()
+
+
+def providers_with_capacity(rc_id: int, amount: int):
+    """Providers that can take ``amount`` more of the class, units respected."""
+    usage = usage_subquery(rc_id)
+    used = sa.func.coalesce(usage.c.used, 0)
+    return (
+        sa.select(INV.c.resource_provider_id)
+        .select_from(
+            INV.outerjoin(
+                usage,
+                sa.and_(
+                    usage.c.resource_provider_id == INV.c.resource_provider_id,
+                    usage.c.resource_class_id == INV.c.resource_class_id,
+                ),
+            )
+        )
+        .where(
+            INV.c.resource_class_id == rc_id,
+            (INV.c.total - INV.c.reserved) * INV.c.allocation_ratio - used >= amount,
+            INV.c.min_unit <= amount,
+            INV.c.max_unit >= amount,
+            amount % INV.c.step_size == 0,
+        )
+    )
+
+
+def has_any_trait(provider_id, trait_ids: Iterable[int]):
+    return sa.exists().where(
+        RPT.c.resource_provider_id == provider_id, RPT.c.trait_id.in_(set(trait_ids))
+    )
+
+
+def traits_condition(provider_id, any_of: list[set[int]], forbidden: set[int]):
+    """Every set in ``any_of`` has a member on the provider; no forbidden trait is."""
+    conditions = [has_any_trait(provider_id, ids) for ids in any_of]
+    if forbidden:
+        conditions.append(~has_any_trait(provider_id, forbidden))
+    return sa.and_(sa.true(), *conditions)
+
+
+def in_any_aggregate(provider_id, aggregate_uuids: Iterable[str]):
+    return sa.exists().where(
+        RPA.c.resource_provider_id == provider_id,
+        RPA.c.aggregate_id == AGG.c.id,
+        AGG.c.uuid.in_(set(aggregate_uuids)),
+    )
+
+
+def aggregates_condition(provider_id, any_of: list[frozenset[str]], forbidden: set[str]):
+    conditions = [in_any_aggregate(provider_id, uuids) for uuids in any_of]
+    if forbidden:
+        conditions.append(~in_any_aggregate(provider_id, forbidden))
+    return sa.and_(sa.true(), *conditions)

@@ -1,0 +1,151 @@
+"""Inventories of a provider, and the usage figures checked against them."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from placement_svc import errors
+from placement_svc.db import names, tables
+from placement_svc.db.providers import Provider, bump_generation
+
+LOG = logging.getLogger(__name__)
+INV = tables.inventories
+ALLOC = tables.allocations
+RC = tables.resource_classes
+
+MAX_INT = 2147483647
+FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
+DEFAULTS = {
+    "reserved": 0,
+    "min_unit": 1,
+    "max_unit": MAX_INT,
+    "step_size": 1,
+    "allocation_ratio": 1.0,
+}
+
+
+@dataclass(frozen=True)
+class Inventory:
+    resource_class: str
+    total: int
+    reserved: int
+    min_unit: int
+    max_unit: int
+    step_size: int
+    allocation_ratio: float
+    created_at: datetime.datetime | None = None
+    updated_at: datetime.datetime | None = None
+
+    @property
+    def capacity(self) -> int:
+        return int((self.total - self.reserved) * self.allocation_ratio)
+
+    @property
+    def modified(self):
+        return self.updated_at or self.created_at
+
+    def fields(self) -> dict:
+        return {name: getattr(self, name) for name in FIELDS}
+
+
+def with_defaults(resource_class: str, data: dict) -> Inventory:
+    values = {**DEFAULTS, **{k: v for k, v in data.items() if k in FIELDS}}
+    values["allocation_ratio"] = float(values["allocation_ratio"])
+    return Inventory(resource_class=resource_class, **values)
+
+
+def list_for(conn: Connection, provider_id: int) -> list[Inventory]:
+    rows = conn.execute(
+        sa.select(INV, RC.c.name.label("rc_name"))
+        .join(RC, RC.c.id == INV.c.resource_class_id)
+        .where(INV.c.resource_provider_id == provider_id)
+        .order_by(RC.c.name)
+    )
+    return [
+        Inventory(
+            resource_class=row.rc_name,
+            **{name: getattr(row, name) for name in FIELDS},
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+        for row in rows
+    ]
+
+
+def usage_by_class(conn: Connection, provider_id: int) -> dict[int, int]:
+    rows = conn.execute(
+        sa.select(ALLOC.c.resource_class_id, sa.func.sum(ALLOC.c.used).label("used"))
+        .where(ALLOC.c.resource_provider_id == provider_id)
+        .group_by(ALLOC.c.resource_class_id)
+    )
+    return {row.resource_class_id: int(row.used) for row in rows}
+
+
+def replace(
+    conn: Connection,
+    provider: Provider,
+    wanted: list[Inventory],
+    seen_generation: int | None = None,
+    unknown_class_message=None,
+) -> int:
+    """Make the provider's inventory exactly ``wanted``; returns the new generation.
+
+    Deleting a class that has allocations is refused (409
+    placement.inventory.inuse); shrinking below current usage is allowed
+    with a warning, as upstream allows it.
+    """
+    rc_ids = names.resource_class_ids(conn, (inv.resource_class for inv in wanted))
+    for inv in wanted:
+        if inv.resource_class not in rc_ids:
+            message = f"No such resource class {inv.resource_class}."
+            raise errors.BadRequest(
+                unknown_class_message(message) if unknown_class_message else message
+            )
+    current = {
+        row.resource_class_id: row
+        for row in conn.execute(sa.select(INV).where(INV.c.resource_provider_id == provider.id))
+    }
+    used = usage_by_class(conn, provider.id)
+    wanted_ids = {rc_ids[inv.resource_class]: inv for inv in wanted}
+    removed = [rc_id for rc_id in current if rc_id not in wanted_ids]
+    busy = [rc_id for rc_id in removed if used.get(rc_id)]
+    if busy:
+        class_names = names.resource_class_names(conn, busy)
+        raise errors.Conflict(
+            f"update conflict: Inventory for '{', '.join(sorted(class_names.values()))}' on "
+            f"resource provider '{provider.uuid}' in use.",
+            code=errors.INVENTORY_INUSE,
+        )
+    generation = bump_generation(conn, provider, seen_generation)
+    if removed:
+        conn.execute(
+            sa.delete(INV).where(
+                INV.c.resource_provider_id == provider.id, INV.c.resource_class_id.in_(removed)
+            )
+        )
+    now = tables.utcnow()
+    for rc_id, inv in wanted_ids.items():
+        if rc_id in current:
+            row = current[rc_id]
+            if any(getattr(row, f) != getattr(inv, f) for f in FIELDS):
+                conn.execute(
+                    sa.update(INV).where(INV.c.id == row.id).values(**inv.fields(), updated_at=now)
+                )
+        else:
+            conn.execute(
+                sa.insert(INV).values(
+                    resource_provider_id=provider.id, resource_class_id=rc_id, **inv.fields()
+                )
+            )
+        if used.get(rc_id, 0) > inv.capacity:
+            LOG.warning(
+                "Resource provider %s is now over-capacity for %s",
+                provider.uuid,
+                inv.resource_class,
+            )
+    return generation

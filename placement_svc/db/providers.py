@@ -1,0 +1,322 @@
+"""Resource providers: rows, trees and the generation every write is guarded by."""
+
+from __future__ import annotations
+
+import datetime
+import uuid as uuidlib
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from placement_svc import errors
+from placement_svc.db import filters, names, tables
+from placement_svc.queryparams import AggregateFilter, TraitFilter
+
+RP = tables.resource_providers
+
+
+@dataclass(frozen=True)
+class Provider:
+    id: int
+    uuid: str
+    name: str
+    generation: int
+    parent_id: int | None
+    root_id: int
+    parent_uuid: str | None
+    root_uuid: str
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+
+    @property
+    def modified(self):
+        return self.updated_at or self.created_at
+
+
+def _select():
+    parent = RP.alias("parent")
+    root = RP.alias("root")
+    return sa.select(
+        RP.c.id,
+        RP.c.uuid,
+        RP.c.name,
+        RP.c.generation,
+        RP.c.parent_provider_id,
+        RP.c.root_provider_id,
+        parent.c.uuid.label("parent_uuid"),
+        root.c.uuid.label("root_uuid"),
+        RP.c.created_at,
+        RP.c.updated_at,
+    ).select_from(
+        RP.outerjoin(parent, parent.c.id == RP.c.parent_provider_id).outerjoin(
+            root, root.c.id == RP.c.root_provider_id
+        )
+    )
+
+
+def _record(row) -> Provider:
+    return Provider(
+        id=row.id,
+        uuid=row.uuid,
+        name=row.name,
+        generation=row.generation,
+        parent_id=row.parent_provider_id,
+        root_id=row.root_provider_id,
+        parent_uuid=row.parent_uuid,
+        root_uuid=row.root_uuid or row.uuid,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def find(conn: Connection, uuid: str) -> Provider | None:
+    row = conn.execute(_select().where(RP.c.uuid == uuid)).first()
+    return _record(row) if row else None
+
+
+def get(conn: Connection, uuid: str, message: str | None = None) -> Provider:
+    """The provider, or 404 with ``message`` (upstream varies it per handler)."""
+    provider = find(conn, uuid)
+    if provider is None:
+        raise errors.NotFound(message or f"No resource provider with uuid {uuid} found")
+    return provider
+
+
+def query(conn: Connection, where=None, order=True) -> list[Provider]:
+    stmt = _select()
+    if where is not None:
+        stmt = stmt.where(where)
+    if order:
+        stmt = stmt.order_by(RP.c.id)
+    return [_record(row) for row in conn.execute(stmt)]
+
+
+def canonical_uuid(value: str) -> str:
+    return str(uuidlib.UUID(value))
+
+
+def create(conn: Connection, name: str, uuid: str, parent_uuid: str | None) -> Provider:
+    """Insert a provider (a root, or a child of ``parent_uuid``)."""
+    parent = None
+    if parent_uuid is not None:
+        if parent_uuid == uuid:
+            raise _unable_to_create(
+                name,
+                uuid,
+                "parent provider UUID cannot be same as UUID. Please set parent "
+                "provider UUID to None if there is no parent.",
+            )
+        parent = find(conn, parent_uuid)
+        if parent is None:
+            raise _unable_to_create(name, uuid, "parent provider UUID does not exist.")
+    _refuse_duplicates(conn, name=name, uuid=uuid)
+    try:
+        with conn.begin_nested():
+            new_id = conn.execute(
+                sa.insert(RP).values(
+                    uuid=uuid,
+                    name=name,
+                    generation=0,
+                    parent_provider_id=parent.id if parent else None,
+                    root_provider_id=parent.root_id if parent else None,
+                )
+            ).inserted_primary_key[0]
+    except IntegrityError:
+        _refuse_duplicates(conn, name=name, uuid=uuid)  # lost a race: say which
+        raise
+    if parent is None:
+        conn.execute(sa.update(RP).where(RP.c.id == new_id).values(root_provider_id=new_id))
+    return get(conn, uuid)
+
+
+def _unable_to_create(name, uuid, reason) -> errors.BadRequest:
+    return errors.BadRequest(
+        f'Unable to create resource provider "{name}", {uuid}: Object action create failed '
+        f"because: {reason}"
+    )
+
+
+def _refuse_duplicates(conn, name: str, uuid: str | None, exclude_id: int | None = None):
+    taken = []
+    if uuid is not None and conn.execute(sa.select(RP.c.id).where(RP.c.uuid == uuid)).first():
+        taken.append(f"uuid: {uuid}")
+    stmt = sa.select(RP.c.id).where(RP.c.name == name)
+    if exclude_id is not None:
+        stmt = stmt.where(RP.c.id != exclude_id)
+    if conn.execute(stmt).first():
+        taken.append(f"name: {name}")
+    if taken:
+        raise errors.Conflict(
+            f"Conflicting resource provider {', '.join(taken)} already exists.",
+            code=errors.DUPLICATE_NAME,
+        )
+
+
+def subtree_ids(conn: Connection, provider: Provider) -> set[int]:
+    """The provider and all its descendants (one query for the tree, walked here)."""
+    rows = conn.execute(
+        sa.select(RP.c.id, RP.c.parent_provider_id).where(RP.c.root_provider_id == provider.root_id)
+    ).all()
+    children: dict[int, list[int]] = {}
+    for row in rows:
+        children.setdefault(row.parent_provider_id, []).append(row.id)
+    found, todo = set(), [provider.id]
+    while todo:
+        current = todo.pop()
+        found.add(current)
+        todo.extend(children.get(current, ()))
+    return found
+
+
+_KEEP = object()
+
+
+def update(
+    conn: Connection, provider: Provider, name: str, parent_uuid=_KEEP, allow_reparenting=False
+) -> Provider:
+    """Rename and, when ``parent_uuid`` is given, (re/un)parent the provider."""
+
+    def unable(reason):
+        return errors.BadRequest(
+            f"Unable to save resource provider {provider.uuid}: Object action update "
+            f"failed because: {reason}"
+        )
+
+    values = {"name": name, "updated_at": tables.utcnow()}
+    new_root_id = None
+    if parent_uuid is not _KEEP:
+        if parent_uuid is not None:
+            parent = find(conn, parent_uuid)
+            if parent is None:
+                raise unable("parent provider UUID does not exist.")
+            if provider.parent_id not in (None, parent.id) and not allow_reparenting:
+                raise unable("re-parenting a provider is not currently allowed.")
+            if parent.id in subtree_ids(conn, provider):
+                raise unable("creating loop in the provider tree is not allowed.")
+            if parent.id != provider.parent_id:
+                values.update(parent_provider_id=parent.id)
+                new_root_id = parent.root_id
+        elif provider.parent_id is not None:
+            if not allow_reparenting:
+                raise unable("un-parenting a provider is not currently allowed.")
+            values.update(parent_provider_id=None)
+            new_root_id = provider.id
+    _refuse_duplicates(conn, name=name, uuid=None, exclude_id=provider.id)
+    if new_root_id is not None and new_root_id != provider.root_id:
+        moving = subtree_ids(conn, provider)
+        conn.execute(sa.update(RP).where(RP.c.id.in_(moving)).values(root_provider_id=new_root_id))
+    conn.execute(sa.update(RP).where(RP.c.id == provider.id).values(**values))
+    return get(conn, provider.uuid)
+
+
+def delete(conn: Connection, provider: Provider) -> None:
+    """Remove a provider with its inventories, traits and aggregate links."""
+    used = conn.execute(
+        sa.select(tables.allocations.c.id)
+        .where(tables.allocations.c.resource_provider_id == provider.id)
+        .limit(1)
+    ).first()
+    if used:
+        raise errors.Conflict(
+            f"Unable to delete resource provider {provider.uuid}: Resource provider has "
+            "allocations.",
+            code=errors.PROVIDER_IN_USE,
+        )
+    child = conn.execute(
+        sa.select(RP.c.id).where(RP.c.parent_provider_id == provider.id).limit(1)
+    ).first()
+    if child:
+        raise errors.Conflict(
+            f"Unable to delete parent resource provider {provider.uuid}: It has child "
+            "resource providers.",
+            code=errors.PROVIDER_CANNOT_DELETE_PARENT,
+        )
+    for table in (
+        tables.inventories,
+        tables.resource_provider_traits,
+        tables.resource_provider_aggregates,
+    ):
+        conn.execute(sa.delete(table).where(table.c.resource_provider_id == provider.id))
+    # A root points at itself; clear that before the row goes.
+    conn.execute(sa.update(RP).where(RP.c.id == provider.id).values(root_provider_id=None))
+    conn.execute(sa.delete(RP).where(RP.c.id == provider.id))
+
+
+def bump_generation(conn: Connection, provider: Provider, seen: int | None = None) -> int:
+    """Increment the generation if it is still ``seen`` (default: as read).
+
+    The conditional UPDATE is what makes two servers over one database
+    safe: only one of two writers that read the same generation matches.
+    """
+    expected = provider.generation if seen is None else seen
+    result = conn.execute(
+        sa.update(RP)
+        .where(RP.c.id == provider.id, RP.c.generation == expected)
+        .values(generation=expected + 1, updated_at=tables.utcnow())
+    )
+    if result.rowcount != 1:
+        raise ConcurrentUpdate(provider.uuid)
+    return expected + 1
+
+
+class ConcurrentUpdate(errors.Conflict):
+    """Another writer changed the provider first (409 placement.concurrent_update)."""
+
+    def __init__(self, uuid: str, message: str | None = None):
+        super().__init__(
+            message
+            or "Another thread concurrently updated the resource provider data. Please "
+            f"retry your update (resource provider {uuid})",
+            code=errors.CONCURRENT_UPDATE,
+        )
+        self.uuid = uuid
+
+
+def list_filtered(
+    conn: Connection,
+    name: str | None = None,
+    uuid: str | None = None,
+    in_tree: str | None = None,
+    member_of: AggregateFilter | None = None,
+    required: TraitFilter | None = None,
+    resources: dict[str, int] | None = None,
+) -> list[Provider]:
+    """GET /resource_providers: every filter ANDed, in one statement."""
+    where = []
+    if name is not None:
+        where.append(RP.c.name == name)
+    if uuid is not None:
+        where.append(RP.c.uuid == uuid)
+    if in_tree is not None:
+        tree = find(conn, in_tree)
+        if tree is None:
+            return []
+        where.append(RP.c.root_provider_id == tree.root_id)
+    if member_of:
+        where.append(filters.aggregates_condition(RP.c.id, member_of.any_of, member_of.forbidden))
+    if required:
+        ids = names.trait_ids(conn, required.names())
+        missing = sorted(required.names() - set(ids))
+        if missing:
+            raise errors.BadRequest(
+                f'Invalid trait(s) in "required" parameter: No such trait(s): {", ".join(missing)}.'
+            )
+        where.append(
+            filters.traits_condition(
+                RP.c.id,
+                [{ids[n] for n in group} for group in required.any_of],
+                {ids[n] for n in required.forbidden},
+            )
+        )
+    if resources:
+        rc_ids = names.resource_class_ids(conn, resources)
+        for rc_name, amount in resources.items():
+            if rc_name not in rc_ids:
+                raise errors.BadRequest(
+                    "Invalid resource class in resources parameter: No such resource class "
+                    f"{rc_name}."
+                )
+            where.append(RP.c.id.in_(filters.providers_with_capacity(rc_ids[rc_name], amount)))
+    return query(conn, sa.and_(sa.true(), *where))

@@ -1,0 +1,16 @@
+"""Schemas for PUT /resource_providers/{uuid}/aggregates."""
+
+from placement_svc.schemas.common import UUID
+
+_UUIDS = {"type": "array", "items": UUID, "uniqueItems": True}
+
+# 1.1 - 1.18: a bare list of aggregate uuids.
+REPLACE_V1_1 = _UUIDS
+
+# 1.19+: the list with the provider generation it was read at.
+REPLACE_V1_19 = {
+    "type": "object",
+    "properties": {"aggregates": _UUIDS, "resource_provider_generation": {"type": "integer"}},
+    "required": ["aggregates", "resource_provider_generation"],
+    "additionalProperties": False,
+}

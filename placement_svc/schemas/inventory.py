@@ -1,0 +1,60 @@
+"""Schemas for inventories."""
+
+MAX_INT = 2147483647
+# The largest single-precision float; allocation_ratio is stored as a float.
+SQL_FLOAT_MAX = 3.40282e38
+
+_COUNT = {"type": "integer", "maximum": MAX_INT, "minimum": 1}
+FIELDS = {
+    "total": _COUNT,
+    "reserved": {"type": "integer", "maximum": MAX_INT, "minimum": 0},
+    "min_unit": _COUNT,
+    "max_unit": _COUNT,
+    "step_size": _COUNT,
+    "allocation_ratio": {"type": "number", "maximum": SQL_FLOAT_MAX},
+}
+GENERATION = {"type": "integer"}
+RESOURCE_CLASS = {"type": "string", "pattern": "^[A-Z0-9_]+$"}
+
+# One inventory record inside PUT .../inventories
+RECORD = {
+    "type": "object",
+    "properties": {"resource_provider_generation": GENERATION, **FIELDS},
+    "required": ["total"],
+    "additionalProperties": False,
+}
+
+# POST .../inventories
+CREATE = {
+    "type": "object",
+    "properties": {
+        "resource_class": RESOURCE_CLASS,
+        "resource_provider_generation": GENERATION,
+        **FIELDS,
+    },
+    "required": ["total", "resource_class"],
+    "additionalProperties": False,
+}
+
+# PUT .../inventories/{resource_class}
+UPDATE_ONE = {
+    "type": "object",
+    "properties": {"resource_provider_generation": GENERATION, **FIELDS},
+    "required": ["total", "resource_provider_generation"],
+    "additionalProperties": False,
+}
+
+# PUT .../inventories
+REPLACE_ALL = {
+    "type": "object",
+    "properties": {
+        "resource_provider_generation": GENERATION,
+        "inventories": {
+            "type": "object",
+            "patternProperties": {"^[A-Z0-9_]+$": RECORD},
+            "additionalProperties": False,
+        },
+    },
+    "required": ["resource_provider_generation", "inventories"],
+    "additionalProperties": False,
+}

@@ -1,0 +1,42 @@
+"""Schemas for /resource_providers, one per version range, each readable whole."""
+
+from placement_svc.schemas.common import UUID
+
+NAME = {"type": "string", "maxLength": 200}
+PARENT = {"anyOf": [UUID, {"type": "null"}]}
+
+
+def _body(properties: dict, required=("name",)) -> dict:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+# POST /resource_providers
+CREATE_V1_0 = _body({"name": NAME, "uuid": UUID})
+CREATE_V1_14 = _body({"name": NAME, "uuid": UUID, "parent_provider_uuid": PARENT})
+
+# PUT /resource_providers/{uuid}
+UPDATE_V1_0 = _body({"name": NAME})
+UPDATE_V1_14 = _body({"name": NAME, "parent_provider_uuid": PARENT})
+
+# GET /resource_providers query strings: each version adds filters.
+_STRING = {"type": "string"}
+_LIST_FILTERS = [
+    ((1, 0), {"name": _STRING, "uuid": UUID}),
+    ((1, 3), {"member_of": _STRING}),
+    ((1, 4), {"resources": _STRING}),
+    ((1, 14), {"in_tree": UUID}),
+    ((1, 18), {"required": _STRING}),
+]
+
+
+def list_query(version) -> dict:
+    properties: dict = {}
+    for since, added in _LIST_FILTERS:
+        if version >= since:
+            properties.update(added)
+    return {"type": "object", "properties": properties, "additionalProperties": False}

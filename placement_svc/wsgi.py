@@ -1,0 +1,24 @@
+"""``application`` for WSGI servers: ``gunicorn placement_svc.wsgi:application``.
+
+The configuration is $OS_PLACEMENT_CONFIG_DIR/placement.conf when that
+variable is set (as upstream's WSGI script reads it), otherwise oslo.config's
+standard places (placement.conf in ~/.placement/, ~/, /etc/placement/,
+/etc/); with no file at all, the quick-start defaults (SQLite in the current
+directory, noauth2).
+
+The schema must be at the latest revision ('placement-svc db sync'), unless
+[placement_database] sync_on_startup is true; the standard resource classes
+and traits are added at import, as upstream does at start. Each process that
+imports this module builds its own application and database engine.
+"""
+
+from placement_svc import cli
+
+
+def init_application():
+    conf = cli.load_conf(default_files=cli.wsgi_config_files())
+    cli.prepare_database(conf, create_if_empty=False, wait=True)
+    return cli.build_app(conf)
+
+
+application = init_application()
