@@ -11,6 +11,7 @@ from placement_svc import auth, errors, middleware, requestlog
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
+    allocations,
     inventories,
     provider_traits,
     resource_classes,
@@ -24,7 +25,7 @@ from placement_svc.db.engine import Database, create_engine
 LOG = logging.getLogger(__name__)
 
 
-def route_table(db) -> list[tuple[str, dict]]:
+def route_table(db, conf) -> list[tuple[str, dict]]:
     """Every URL upstream Placement serves, with the handler for each method."""
     rcs = resource_classes.ResourceClasses(db)
     trs = traits.Traits(db)
@@ -33,6 +34,7 @@ def route_table(db) -> list[tuple[str, dict]]:
     aggs = aggregates.Aggregates(db)
     rp_traits = provider_traits.ProviderTraits(db)
     rp_usages = usages.ProviderUsages(db)
+    allocs = allocations.Allocations(db, conf)
     pending = _pending  # handlers the next issues bring; they answer 501 till then
     return [
         ("/", {"GET": root.home}),
@@ -61,18 +63,21 @@ def route_table(db) -> list[tuple[str, dict]]:
         ),
         ("/resource_providers/{uuid}/usages", {"GET": rp_usages.show}),
         ("/resource_providers/{uuid}/aggregates", {"GET": aggs.list, "PUT": aggs.replace}),
-        ("/resource_providers/{uuid}/allocations", {"GET": pending}),
+        ("/resource_providers/{uuid}/allocations", {"GET": allocs.for_provider}),
         (
             "/resource_providers/{uuid}/traits",
             {"GET": rp_traits.list, "PUT": rp_traits.replace, "DELETE": rp_traits.delete},
         ),
-        ("/allocations", {"POST": pending}),
-        ("/allocations/{consumer_uuid}", {"GET": pending, "PUT": pending, "DELETE": pending}),
+        ("/allocations", {"POST": allocs.post_many}),
+        (
+            "/allocations/{consumer_uuid}",
+            {"GET": allocs.show, "PUT": allocs.replace, "DELETE": allocs.delete},
+        ),
         ("/allocation_candidates", {"GET": pending}),
         ("/traits", {"GET": trs.list}),
         ("/traits/{name}", {"GET": trs.show, "PUT": trs.update, "DELETE": trs.delete}),
-        ("/usages", {"GET": pending}),
-        ("/reshaper", {"POST": pending}),
+        ("/usages", {"GET": allocs.usages}),
+        ("/reshaper", {"POST": allocs.reshape}),
     ]
 
 
@@ -136,13 +141,13 @@ def _handle_unexpected(req, resp, ex, _params):
     _render_error(req, resp, errors.InternalError("An unexpected error occurred."))
 
 
-def create_falcon_app(db: Database) -> falcon.App:
+def create_falcon_app(db: Database, conf) -> falcon.App:
     app = falcon.App(middleware=[middleware.Plumbing()], media_type="application/json")
     app.req_options.keep_blank_qs_values = True
     app.req_options.auto_parse_qs_csv = False
     # Bodiless answers (201 on create, 204) carry no Content-Type, as upstream.
     app.resp_options.default_media_type = None
-    for template, handlers in route_table(db):
+    for template, handlers in route_table(db, conf):
         app.add_route(template, _Resource(handlers))
     app.add_error_handler(Exception, _handle_unexpected)
     app.add_error_handler(falcon.HTTPError, _handle_falcon_error)
@@ -157,7 +162,7 @@ def create_app(conf, db: Database | None = None):
             create_engine(conf.placement_database.connection, conf.placement_database),
             max_retries=conf.placement_database.db_max_retries,
         )
-    application = create_falcon_app(db)
+    application = create_falcon_app(db, conf)
     if conf.api.auth_strategy == "noauth2":
         application = auth.NoAuthMiddleware(application)
     else:
