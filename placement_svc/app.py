@@ -11,6 +11,7 @@ from placement_svc import auth, errors, middleware, requestlog
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
+    allocation_candidates,
     allocations,
     inventories,
     provider_traits,
@@ -35,7 +36,7 @@ def route_table(db, conf) -> list[tuple[str, dict]]:
     rp_traits = provider_traits.ProviderTraits(db)
     rp_usages = usages.ProviderUsages(db)
     allocs = allocations.Allocations(db, conf)
-    pending = _pending  # handlers the next issues bring; they answer 501 till then
+    candidates = allocation_candidates.AllocationCandidates(db, conf)
     return [
         ("/", {"GET": root.home}),
         ("/resource_classes", {"GET": rcs.list, "POST": rcs.create}),
@@ -73,20 +74,12 @@ def route_table(db, conf) -> list[tuple[str, dict]]:
             "/allocations/{consumer_uuid}",
             {"GET": allocs.show, "PUT": allocs.replace, "DELETE": allocs.delete},
         ),
-        ("/allocation_candidates", {"GET": pending}),
+        ("/allocation_candidates", {"GET": candidates.list}),
         ("/traits", {"GET": trs.list}),
         ("/traits/{name}", {"GET": trs.show, "PUT": trs.update, "DELETE": trs.delete}),
         ("/usages", {"GET": allocs.usages}),
         ("/reshaper", {"POST": allocs.reshape}),
     ]
-
-
-def _pending(req, resp, **_params):
-    raise _NotImplementedYet(f"{req.method} {req.path} is not implemented yet.")
-
-
-class _NotImplementedYet(errors.PlacementError):
-    status = 501
 
 
 class _Resource:

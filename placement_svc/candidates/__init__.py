@@ -1,0 +1,1 @@
+"""The allocation-candidates engine: request -> search (SQL) -> merge -> render."""

@@ -1,0 +1,44 @@
+"""Plain data the search hands to the merge: providers, room, options per group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Provider:
+    id: int
+    uuid: str
+    parent_id: int | None
+    root_id: int
+
+
+@dataclass(frozen=True)
+class Room:
+    """What is left of one class on one provider, and its unit rules."""
+
+    free: float  # capacity - used
+    min_unit: int
+    max_unit: int
+    step_size: int
+
+    def fits(self, amount: int) -> bool:
+        return (
+            self.min_unit <= amount <= self.max_unit
+            and amount % self.step_size == 0
+            and amount <= self.free
+        )
+
+
+@dataclass
+class Found:
+    """Everything merge.py needs, as plain data."""
+
+    providers: dict[int, Provider] = field(default_factory=dict)
+    traits: dict[int, frozenset[str]] = field(default_factory=dict)
+    room: dict[tuple[int, str], Room] = field(default_factory=dict)
+    # suffix -> resource class (None for a granular group as a whole) -> provider ids
+    options: dict[str, dict[str | None, list[int]]] = field(default_factory=dict)
+    sharing: set[int] = field(default_factory=set)
+    shares_with: dict[int, set[int]] = field(default_factory=dict)  # sharing id -> root ids
+    roots: list[int] = field(default_factory=list)  # anchors, in id order

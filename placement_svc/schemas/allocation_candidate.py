@@ -1,0 +1,62 @@
+"""Query-string schemas for GET /allocation_candidates, one per version range.
+
+Each is built whole by ``query_schema(version)`` from named parts: which
+parameters exist at a version and which request-group suffixes are legal.
+"""
+
+from placement_svc import microversion as mv
+
+_STRING = {"type": "string"}
+LIMIT = {"type": ["integer", "string"], "pattern": "^[1-9][0-9]*$", "minimum": 1, "minLength": 1}
+GROUP_POLICY = {"type": "string", "enum": ["none", "isolate"]}
+
+NUMBERED_SUFFIX = "[1-9][0-9]*"  # 1.25 - 1.32
+STRING_SUFFIX = "[a-zA-Z0-9_-]{1,64}"  # 1.33+
+
+
+def group_parameters(version) -> list[str]:
+    """The per-group parameters (``resources`` ...) a version knows."""
+    names = ["resources"]
+    if version >= mv.CANDIDATES_REQUIRED:
+        names.append("required")
+    if version >= mv.CANDIDATES_MEMBER_OF:
+        names.append("member_of")
+    if version >= mv.CANDIDATES_IN_TREE:
+        names.append("in_tree")
+    return names
+
+
+def suffix_pattern(version) -> str | None:
+    if version >= mv.STRING_SUFFIXES:
+        return STRING_SUFFIX
+    if version >= mv.GRANULAR:
+        return NUMBERED_SUFFIX
+    return None
+
+
+def query_schema(version) -> dict:
+    properties: dict = {}
+    pattern_properties: dict = {}
+    suffix = suffix_pattern(version)
+    for name in group_parameters(version):
+        if suffix is None:
+            properties[name] = _STRING
+        else:
+            pattern_properties[f"^{name}({suffix})?$"] = _STRING
+    if version >= mv.CANDIDATES_LIMIT:
+        properties["limit"] = LIMIT
+    if version >= mv.GRANULAR:
+        properties["group_policy"] = GROUP_POLICY
+    if version >= mv.ROOT_REQUIRED:
+        properties["root_required"] = _STRING
+    if version >= mv.SAME_SUBTREE:
+        properties["same_subtree"] = _STRING
+    schema = {
+        "type": "object",
+        "properties": properties,
+        "patternProperties": pattern_properties,
+        "additionalProperties": False,
+    }
+    if version < mv.GRANULAR:
+        schema["required"] = ["resources"]
+    return schema
