@@ -1,0 +1,104 @@
+"""The number of SQL statements GET /allocation_candidates runs does not grow
+with the number of providers: counted for a cloud of 4 hosts and of 40 hosts
+(each a root with two NUMA children, sharing storage, traits and aggregates)."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+from sqlalchemy import event
+
+from placement_svc import app
+from placement_svc.db.engine import Database, create_engine
+from tests.functional import databases, fixtures
+
+QUERIES = [
+    "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10",
+    "resources=VCPU:1,MEMORY_MB:512&resources1=DISK_GB:10&required=CUSTOM_FAST",
+    "resources=MEMORY_MB:512&resources_A=VCPU:1&resources_B=VCPU:1&group_policy=isolate"
+    "&root_required=!CUSTOM_OFF",
+    "resources=VCPU:1&member_of=in:{agg}&limit=5",
+]
+
+
+def _build(client, hosts: int, agg: str) -> None:
+    def provider(name, parent=None, inventory=None, traits=(), aggregates=()):
+        rp_uuid = str(uuid.uuid4())
+        body = {"name": name, "uuid": rp_uuid}
+        if parent:
+            body["parent_provider_uuid"] = parent
+        assert client.post("/resource_providers", json=body).status_code == 200
+        generation = 0
+        for path, payload in (
+            (
+                "inventories",
+                {"inventories": {rc: {"total": t} for rc, t in (inventory or {}).items()}},
+            ),
+            ("traits", {"traits": list(traits)}),
+            ("aggregates", {"aggregates": list(aggregates)}),
+        ):
+            payload["resource_provider_generation"] = generation
+            answer = client.put(f"/resource_providers/{rp_uuid}/{path}", json=payload)
+            assert answer.status_code == 200, answer.text
+            generation += 1
+        return rp_uuid
+
+    client.put("/traits/CUSTOM_FAST")
+    client.put("/traits/CUSTOM_OFF")
+    provider(
+        "storage",
+        inventory={"DISK_GB": 10000},
+        traits=["MISC_SHARES_VIA_AGGREGATE"],
+        aggregates=[agg],
+    )
+    for index in range(hosts):
+        host = provider(
+            f"host{index}",
+            inventory={"MEMORY_MB": 4096, "DISK_GB": 100},
+            traits=["CUSTOM_FAST"] if index % 2 else [],
+            aggregates=[agg],
+        )
+        for numa in range(2):
+            provider(f"host{index}-numa{numa}", parent=host, inventory={"VCPU": 8})
+
+
+def _statements(backend, hosts):
+    try:
+        test_db = databases.get(backend)
+    except databases.Unavailable as exc:
+        if databases.in_ci():
+            raise
+        pytest.skip(str(exc))
+    test_db.reset()
+    engine = create_engine(test_db.url)
+    client = httpx.Client(
+        transport=httpx.WSGITransport(app=app.create_app(fixtures.make_conf(), Database(engine))),
+        base_url="http://placement.test",
+        headers={"x-auth-token": "admin", "openstack-api-version": "placement latest"},
+    )
+    agg = str(uuid.uuid4())
+    _build(client, hosts, agg)
+    counts = []
+    for query in QUERIES:
+        seen = []
+        listener = lambda *args: seen.append(args[2])  # noqa: E731 - statement text
+        event.listen(engine, "before_cursor_execute", listener)
+        try:
+            answer = client.get("/allocation_candidates?" + query.format(agg=agg))
+        finally:
+            event.remove(engine, "before_cursor_execute", listener)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["allocation_requests"], query
+        counts.append(len(seen))
+    engine.dispose()
+    return counts
+
+
+@pytest.mark.parametrize("backend", databases.wanted_backends())
+def test_statement_count_does_not_grow_with_providers(backend):
+    small = _statements(backend, hosts=4)
+    large = _statements(backend, hosts=40)
+    assert small == large
+    assert max(large) <= 15
