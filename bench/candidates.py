@@ -1,0 +1,299 @@
+"""Benchmark GET /allocation_candidates against any Placement endpoint.
+
+Loads a synthetic cloud over the HTTP API (so it works against upstream
+Placement too), then times each query and prints its median and p95 latency
+and the number of candidates. Standard library only.
+
+    python bench/candidates.py --url http://127.0.0.1:8778 [--scenario flat|nested|wide|all]
+        [--hosts 1000] [--repeat 20] [--token admin] [--workers 8]
+
+The target database should be empty of the bench's names (run it against a
+fresh database): providers are named bench-<scenario>-<n>.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import statistics
+import threading
+import time
+import urllib.parse
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+
+class Client:
+    """One keep-alive connection per thread."""
+
+    def __init__(self, url: str, token: str, version: str = "1.39"):
+        parsed = urllib.parse.urlsplit(url)
+        self.host, self.port = parsed.hostname, parsed.port or 80
+        self.prefix = parsed.path.rstrip("/")
+        self.headers = {
+            "x-auth-token": token,
+            "openstack-api-version": f"placement {version}",
+            "accept": "application/json",
+            "content-type": "application/json",
+        }
+        self.local = threading.local()
+
+    def _conn(self):
+        if getattr(self.local, "conn", None) is None:
+            self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        return self.local.conn
+
+    def call(self, method: str, path: str, body=None):
+        payload = json.dumps(body) if body is not None else None
+        for attempt in range(2):
+            conn = self._conn()
+            try:
+                conn.request(method, self.prefix + path, payload, self.headers)
+                response = conn.getresponse()
+                data = response.read()
+                return response.status, (json.loads(data) if data else None)
+            except (http.client.HTTPException, ConnectionError):
+                self.local.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def ok(self, method, path, body=None, expect=(200, 201, 204)):
+        status, data = self.call(method, path, body)
+        if status not in expect:
+            raise RuntimeError(f"{method} {path} -> {status}: {data}")
+        return data
+
+
+def make_provider(client, name, parent=None, inventory=None, traits=(), aggregates=()):
+    rp_uuid = str(uuid.uuid4())
+    body = {"name": name, "uuid": rp_uuid}
+    if parent:
+        body["parent_provider_uuid"] = parent
+    client.ok("POST", "/resource_providers", body)
+    generation = 0
+    if inventory:
+        inventories = {
+            rc: dict(spec) if isinstance(spec, dict) else {"total": spec}
+            for rc, spec in inventory.items()
+        }
+        data = client.ok(
+            "PUT",
+            f"/resource_providers/{rp_uuid}/inventories",
+            {"resource_provider_generation": generation, "inventories": inventories},
+        )
+        generation = data["resource_provider_generation"]
+    if traits:
+        data = client.ok(
+            "PUT",
+            f"/resource_providers/{rp_uuid}/traits",
+            {"resource_provider_generation": generation, "traits": list(traits)},
+        )
+        generation = data["resource_provider_generation"]
+    if aggregates:
+        client.ok(
+            "PUT",
+            f"/resource_providers/{rp_uuid}/aggregates",
+            {"resource_provider_generation": generation, "aggregates": list(aggregates)},
+        )
+    return rp_uuid
+
+
+def allocate(client, rp_uuid, resources) -> bool:
+    """Best effort: the allocations API may be missing on a partial server."""
+    consumer = str(uuid.uuid4())
+    status, _ = client.call(
+        "PUT",
+        f"/allocations/{consumer}",
+        {
+            "allocations": {rp_uuid: {"resources": resources}},
+            "project_id": "bench",
+            "user_id": "bench",
+            "consumer_generation": None,
+            "consumer_type": "INSTANCE",
+        },
+    )
+    return status == 204
+
+
+AGGREGATES = [str(uuid.uuid4()) for _ in range(10)]
+
+
+def load_flat(client, hosts, workers):
+    client.ok("PUT", "/traits/CUSTOM_BENCH_GOLD")
+
+    def one(i):
+        traits = ["HW_CPU_X86_AVX2"] if i % 2 else ["HW_CPU_X86_AVX2", "CUSTOM_BENCH_GOLD"]
+        if i % 10 == 0:
+            traits.append("COMPUTE_STATUS_DISABLED")
+        rp = make_provider(
+            client,
+            f"bench-flat-{i}",
+            inventory={
+                "VCPU": {"total": 32, "allocation_ratio": 4.0},
+                "MEMORY_MB": 131072,
+                "DISK_GB": 2000,
+            },
+            traits=traits,
+            aggregates=[AGGREGATES[i % len(AGGREGATES)]],
+        )
+        return allocate(client, rp, {"VCPU": 8, "MEMORY_MB": 16384}) if i % 3 == 0 else True
+
+    with ThreadPoolExecutor(workers) as pool:
+        allocated = list(pool.map(one, range(hosts)))
+    return all(allocated)
+
+
+def load_nested(client, hosts, workers):
+    storage = make_provider(
+        client,
+        "bench-nested-storage",
+        inventory={"DISK_GB": 100000},
+        traits=["MISC_SHARES_VIA_AGGREGATE"],
+        aggregates=[AGGREGATES[0]],
+    )
+
+    def one(i):
+        root = make_provider(
+            client, f"bench-nested-{i}", inventory={"MEMORY_MB": 65536}, aggregates=[AGGREGATES[0]]
+        )
+        for n in range(2):
+            numa = make_provider(
+                client,
+                f"bench-nested-{i}-numa{n}",
+                parent=root,
+                inventory={"VCPU": 16, "MEMORY_MB": 32768},
+            )
+            for g in range(2):
+                make_provider(
+                    client,
+                    f"bench-nested-{i}-numa{n}-gpu{g}",
+                    parent=numa,
+                    inventory={"VGPU": 4},
+                    traits=["HW_GPU_API_VULKAN"] if g else [],
+                )
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, range(hosts)))
+    return storage
+
+
+def load_wide(client, hosts, workers):
+    def one(i):
+        root = make_provider(client, f"bench-wide-{i}", inventory={"VCPU": 64, "MEMORY_MB": 262144})
+        for d in range(8):
+            make_provider(
+                client, f"bench-wide-{i}-dev{d}", parent=root, inventory={"CUSTOM_BENCH_ACCEL": 1}
+            )
+
+    client.ok("PUT", "/resource_classes/CUSTOM_BENCH_ACCEL")
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, range(hosts)))
+
+
+def queries(scenario):
+    aggs = ",".join(AGGREGATES[:5])
+    if scenario == "flat":
+        return [
+            (
+                "flat: VCPU,MEMORY_MB,DISK_GB, no limit",
+                "1.29",
+                "resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10",
+            ),
+            (
+                "flat: nova shape, limit=1000",
+                "1.36",
+                "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:20&limit=1000&group_policy=none"
+                f"&root_required=!COMPUTE_STATUS_DISABLED&member_of=in:{aggs}",
+            ),
+            (
+                "flat: required traits, limit=1000",
+                "1.39",
+                "resources=VCPU:2,MEMORY_MB:4096&required=in:CUSTOM_BENCH_GOLD,HW_CPU_X86_AVX512F"
+                "&limit=1000",
+            ),
+        ]
+    if scenario == "nested":
+        return [
+            (
+                "nested: VCPU+VGPU granular, sharing disk, limit=1000",
+                "1.36",
+                "resources=MEMORY_MB:1024,DISK_GB:10&resources1=VCPU:2&resources2=VGPU:1"
+                "&group_policy=none&limit=1000",
+            ),
+            (
+                "nested: nova shape with VGPU group, limit=1000",
+                "1.36",
+                "resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&resources1=VGPU:1&limit=1000"
+                "&group_policy=none&root_required=!COMPUTE_STATUS_DISABLED",
+            ),
+        ]
+    return [
+        (
+            "wide: 8 groups of 1 device, isolate, limit=1000",
+            "1.36",
+            "&".join(f"resources{g}=CUSTOM_BENCH_ACCEL:1" for g in range(1, 9))
+            + "&group_policy=isolate&limit=1000",
+        ),
+        (
+            "wide: 4 groups of 1 device, isolate, limit=1000",
+            "1.36",
+            "&".join(f"resources{g}=CUSTOM_BENCH_ACCEL:1" for g in range(1, 5))
+            + "&resources=VCPU:2&group_policy=isolate&limit=1000",
+        ),
+    ]
+
+
+def measure(client, label, version, query, repeat):
+    client.headers["openstack-api-version"] = f"placement {version}"
+    timings, count = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        status, data = client.call("GET", "/allocation_candidates?" + query)
+        timings.append(time.perf_counter() - start)
+        if status != 200:
+            raise RuntimeError(f"{label}: {status} {data}")
+        count = len(data["allocation_requests"])
+    client.headers["openstack-api-version"] = "placement 1.39"
+    timings.sort()
+    p95 = timings[min(len(timings) - 1, int(round(0.95 * (len(timings) - 1))))]
+    print(
+        f"{label:58s} median {statistics.median(timings) * 1000:9.1f} ms"
+        f"  p95 {p95 * 1000:9.1f} ms  candidates {count}",
+        flush=True,
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="http://127.0.0.1:8778")
+    parser.add_argument("--token", default="admin")
+    parser.add_argument("--scenario", choices=["flat", "nested", "wide", "all"], default="all")
+    parser.add_argument("--hosts", type=int, default=1000, help="hosts in the flat cloud")
+    parser.add_argument("--nested-hosts", type=int, default=100)
+    parser.add_argument("--wide-hosts", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=8)
+    args = parser.parse_args(argv)
+    client = Client(args.url, args.token)
+    scenarios = ["flat", "nested", "wide"] if args.scenario == "all" else [args.scenario]
+    for scenario in scenarios:
+        start = time.perf_counter()
+        if scenario == "flat":
+            allocated = load_flat(client, args.hosts, args.workers)
+            note = "" if allocated else " (allocations API unavailable: none allocated)"
+            size = f"{args.hosts} hosts{note}"
+        elif scenario == "nested":
+            load_nested(client, args.nested_hosts, args.workers)
+            size = f"{args.nested_hosts} hosts x 2 NUMA x 2 VGPU + sharing storage"
+        else:
+            load_wide(client, args.wide_hosts, args.workers)
+            size = f"{args.wide_hosts} hosts x 8 devices"
+        print(f"# {scenario}: loaded {size} in {time.perf_counter() - start:.1f} s", flush=True)
+        for label, version, query in queries(scenario):
+            measure(client, label, version, query, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
