@@ -52,7 +52,8 @@ def generate(
     roots = list(found.roots)
     if shuffle is not None:
         shuffle.shuffle(roots)
-    per_tree = [_tree_candidates(request, found, root, shuffle) for root in roots]
+    by_root = _options_by_root(found)
+    per_tree = [_tree_candidates(request, found, by_root, root, shuffle) for root in roots]
     stream = _round_robin(per_tree) if strategy == "breadth-first" else itertools.chain(*per_tree)
     return _unique_shared(stream, found)
 
@@ -104,22 +105,33 @@ def _unique_shared(stream: Iterator[Candidate], found: Found) -> Iterator[Candid
         yield candidate
 
 
-def _slots_for(request: Request, found: Found, root: int, shuffle) -> list[_Slot] | None:
-    def in_reach(pid: int) -> bool:
-        provider = found.providers[pid]
-        return provider.root_id == root or (
-            pid in found.sharing and root in found.shares_with.get(pid, ())
-        )
+def _options_by_root(found: Found) -> dict[tuple, dict[int, list[int]]]:
+    """(suffix, class) -> anchor root -> providers in reach, indexed once so each
+    tree's slots cost only their own options. Sharing providers are in reach of
+    every tree they share with."""
+    index: dict[tuple, dict[int, list[int]]] = {}
+    for suffix, by_class in found.options.items():
+        for key, pids in by_class.items():
+            per_root: dict[int, list[int]] = {}
+            for pid in pids:
+                roots = {found.providers[pid].root_id}
+                if pid in found.sharing:
+                    roots |= found.shares_with.get(pid, set())
+                for root in roots:
+                    per_root.setdefault(root, []).append(pid)
+            index[(suffix, key)] = per_root
+    return index
 
+
+def _slots_for(request: Request, by_root, root: int, shuffle) -> list[_Slot] | None:
     slots: list[_Slot] = []
     for suffix, group in request.groups.items():
-        by_class = found.options.get(suffix, {})
         if group.same_provider:
             parts = [(None, dict(group.resources))]
         else:
             parts = [(rc, {rc: amount}) for rc, amount in group.resources.items()]
         for key, resources in parts:
-            options = [pid for pid in by_class.get(key, ()) if in_reach(pid)]
+            options = list(by_root.get((suffix, key), {}).get(root, ()))
             if not options:
                 return None
             if shuffle is not None:
@@ -130,8 +142,10 @@ def _slots_for(request: Request, found: Found, root: int, shuffle) -> list[_Slot
     return slots
 
 
-def _tree_candidates(request: Request, found: Found, root: int, shuffle) -> Iterator[Candidate]:
-    slots = _slots_for(request, found, root, shuffle)
+def _tree_candidates(
+    request: Request, found: Found, by_root, root: int, shuffle
+) -> Iterator[Candidate]:
+    slots = _slots_for(request, by_root, root, shuffle)
     if slots is None:
         return
     used: dict[tuple[int, str], int] = {}
