@@ -51,9 +51,7 @@ class GabbiBackend(pytest.Collector):
         with open(self.path, encoding="utf-8") as handle:
             suite_dict = utils.load_yaml(handle=handle)
         base_name = f"{self.backend}_{self.path.stem.replace('-', '_')}"
-        fixture_module = types.SimpleNamespace(
-            **fixtures.for_backend(self.backend, self.slot)
-        )
+        fixture_module = types.SimpleNamespace(**fixtures.for_backend(self.backend, self.slot))
         self.suite = suitemaker.test_suite_from_dict(
             unittest.TestLoader(),
             base_name,

@@ -1,0 +1,76 @@
+"""The unit of work re-runs a whole transaction on retryable database errors only."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from placement_svc import errors
+from placement_svc.db.engine import Database, create_engine, is_retryable, normalize_url
+
+
+class _MySQLError(Exception):
+    pass
+
+
+def _operational(orig):
+    return OperationalError("statement", {}, orig)
+
+
+def test_sqlite_lock_mysql_deadlock_and_pg_serialization_are_retryable():
+    assert is_retryable(_operational(sqlite3.OperationalError("database is locked")))
+    assert is_retryable(_operational(_MySQLError(1213, "Deadlock found")))
+    assert is_retryable(_operational(_MySQLError(2013, "Lost connection")))
+    pg = Exception("could not serialize access")
+    pg.sqlstate = "40001"
+    assert is_retryable(_operational(pg))
+
+
+def test_integrity_and_syntax_errors_are_not_retryable():
+    assert not is_retryable(IntegrityError("stmt", {}, sqlite3.IntegrityError("UNIQUE")))
+    assert not is_retryable(_operational(sqlite3.OperationalError("no such table: x")))
+    assert not is_retryable(ValueError("nope"))
+
+
+def test_write_reruns_the_whole_function_after_a_lock(tmp_path):
+    db = Database(create_engine(f"sqlite:///{tmp_path}/t.db"), max_retries=3)
+    calls = []
+
+    def work(conn):
+        calls.append(1)
+        conn.execute(sa.text("CREATE TABLE IF NOT EXISTS t (x INTEGER)"))
+        conn.execute(sa.text("INSERT INTO t VALUES (1)"))
+        if len(calls) < 3:
+            raise _operational(sqlite3.OperationalError("database is locked"))
+        return conn.execute(sa.text("SELECT count(*) FROM t")).scalar()
+
+    # The failed attempts rolled back: only the last insert is there.
+    assert db.write(work) == 1
+    assert len(calls) == 3
+
+
+def test_write_gives_up_with_503_after_max_retries(tmp_path):
+    db = Database(create_engine(f"sqlite:///{tmp_path}/t.db"), max_retries=2)
+
+    def always_locked(conn):
+        raise _operational(sqlite3.OperationalError("database is locked"))
+
+    with pytest.raises(errors.ServiceUnavailable):
+        db.write(always_locked)
+
+
+def test_operator_urls_get_an_installed_driver(monkeypatch):
+    installed = {"psycopg", "pymysql"}
+    monkeypatch.setattr(
+        "placement_svc.db.engine.importlib.util.find_spec",
+        lambda name: object() if name in installed else None,
+    )
+    assert normalize_url("postgresql://u:p@h/db") == "postgresql+psycopg://u:p@h/db"
+    assert normalize_url("mysql://u:p@h/db?charset=utf8") == "mysql+pymysql://u:p@h/db?charset=utf8"
+    assert normalize_url("mysql+pymysql://u@h/db") == "mysql+pymysql://u@h/db"
+    assert normalize_url("sqlite:///x.db") == "sqlite:///x.db"
+    installed.add("psycopg2")
+    assert normalize_url("postgresql://u:p@h/db") == "postgresql://u:p@h/db"
