@@ -7,7 +7,7 @@ import logging
 
 import falcon
 
-from placement_svc import auth, errors, middleware, requestlog
+from placement_svc import accept, auth, errors, middleware, requestlog
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
@@ -97,6 +97,20 @@ class _Resource:
 
 
 def _render_error(req, resp, error: errors.PlacementError) -> None:
+    """JSON for clients that prefer it (or say nothing), otherwise webob's
+    HTML or plain text page, as upstream answers."""
+    resp.status = error.status
+    for name, value in error.headers.items():
+        resp.set_header(name, value)
+    media_type = accept.error_media_type(req.get_header("Accept"))
+    if media_type != accept.JSON:
+        resp.content_type = f"{media_type}; charset=UTF-8"
+        resp.text = errors.page(error, media_type)
+        return
+    resp.content_type = accept.JSON
+    if isinstance(error, errors.AuthenticationRequired):
+        resp.text = json.dumps(errors.webob_json_body(error))
+        return
     ctx = getattr(req.context, "placement", None)
     version = ctx.version if ctx is not None else None
     with_code = version is not None and version >= mv.ERROR_CODES
@@ -105,11 +119,7 @@ def _render_error(req, resp, error: errors.PlacementError) -> None:
     if getattr(error, "version_range", False) and error.status == 406:
         body["errors"][0]["max_version"] = str(mv.MAX_VERSION)
         body["errors"][0]["min_version"] = str(mv.MIN_VERSION)
-    resp.status = error.status
-    resp.content_type = "application/json"
     resp.text = json.dumps(body)
-    for name, value in error.headers.items():
-        resp.set_header(name, value)
 
 
 def _handle_placement_error(req, resp, ex, _params):

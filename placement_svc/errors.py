@@ -7,6 +7,8 @@ upstream's format, ``{"errors": [{"status", "title", "detail",
 
 from __future__ import annotations
 
+import html
+import re
 from http import HTTPStatus
 
 # Error codes, as upstream names them (placement/errors.py there).
@@ -26,7 +28,9 @@ EXPLANATIONS = {
     400: "The server could not comply with the request since it is either "
     "malformed or otherwise incorrect.",
     401: "This server could not verify that you are authorized to access the "
-    "document you requested.",
+    "document you requested. Either you supplied the wrong credentials (e.g., bad "
+    "password), or your browser does not understand how to supply the credentials "
+    "required.",
     403: "Access was denied to this resource.",
     404: "The resource could not be found.",
     405: "The method specified is not allowed for this resource.",
@@ -69,6 +73,14 @@ class BadRequest(PlacementError):
 
 class Unauthorized(PlacementError):
     status = 401
+
+
+class AuthenticationRequired(Unauthorized):
+    """No identity: upstream's auth layer answers this one itself, in webob's
+    own JSON format ({"message", "code", "title"}) rather than placement's."""
+
+    def __init__(self):
+        super().__init__("")
 
 
 class Forbidden(PlacementError):
@@ -124,3 +136,28 @@ def error_body(error: PlacementError, request_id: str | None, with_code: bool) -
     if request_id:
         entry["request_id"] = request_id
     return {"errors": [entry]}
+
+
+def webob_json_body(error: PlacementError) -> dict:
+    """webob's default JSON error, which upstream's auth layer answers with."""
+    return {
+        "message": f"{EXPLANATIONS.get(error.status, '')}<br /><br />\n{error.message}\n\n",
+        "code": f"{error.status} {error.title}",
+        "title": error.title,
+    }
+
+
+def page(error: PlacementError, media_type: str) -> str:
+    """The text/html or text/plain error page webob gives clients that
+    prefer HTML or take neither HTML nor JSON (upstream's behaviour)."""
+    status = f"{error.status} {error.title}"
+    explanation = EXPLANATIONS.get(error.status, "")
+    if media_type == "text/html":
+        body = f"{html.escape(explanation)}<br /><br />\n{html.escape(error.message)}\n\n"
+        return (
+            f"<html>\n <head>\n  <title>{status}</title>\n </head>\n <body>\n"
+            f"  <h1>{status}</h1>\n  {body}\n </body>\n</html>"
+        )
+    body = f"{explanation}<br /><br />\n{error.message}\n\n".replace("\n", " ")
+    body = re.sub(r"<br.*?>", "\n", body, flags=re.I | re.S)
+    return f"{status}\n\n{body}"

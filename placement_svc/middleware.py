@@ -30,7 +30,7 @@ class Plumbing:
         if len(env.get("QUERY_STRING", "")) + len(env.get("PATH_INFO", "")) > MAX_URL_LENGTH:
             raise errors.UriTooLong(f"The request URI is longer than {MAX_URL_LENGTH} characters.")
         if ctx.user_id is None and env.get("PATH_INFO", "") not in auth.ROOT_PATHS:
-            raise errors.Unauthorized("The request you have made requires authentication.")
+            raise errors.AuthenticationRequired()
         try:
             ctx.version = mv.from_headers(env)
         except mv.MicroversionError as exc:

@@ -9,7 +9,7 @@ from email.utils import format_datetime
 import falcon
 import jsonschema
 
-from placement_svc import errors
+from placement_svc import accept, errors
 from placement_svc import microversion as mv
 from placement_svc.uuidutil import is_uuid_like
 
@@ -32,9 +32,9 @@ def require_version(req: falcon.Request, feature) -> None:
 
 
 def check_accept(req: falcon.Request) -> None:
-    """406 when the client's Accept excludes JSON (an absent header accepts it)."""
-    accept = req.get_header("Accept")
-    if accept and not req.client_accepts(JSON):
+    """406 when the client's Accept excludes JSON (an absent or unparsable
+    header accepts it, as upstream's webob has it)."""
+    if not accept.accepts_json(req.get_header("Accept")):
         raise errors.NotAcceptable(f"Only {JSON} is provided")
 
 

@@ -17,12 +17,31 @@ def _link(req, name: str) -> str:
     return web.url(req, f"/resource_classes/{name}")
 
 
+def _location(req, name: str) -> str:
+    """Absolute, as upstream's webob makes every Location header."""
+    return req.prefix + f"/resource_classes/{name}"
+
+
 def _body(req, rc) -> dict:
     return {"name": rc.name, "links": [{"rel": "self", "href": _link(req, rc.name)}]}
 
 
 def _not_found(name: str) -> errors.NotFound:
     return errors.NotFound(f"No such resource class {name}.")
+
+
+def _retries_exceeded(name: str) -> errors.Conflict:
+    return errors.Conflict(
+        "Max retries of DB transaction exceeded attempting to create resource "
+        f"class: {name}, please try again."
+    )
+
+
+def _require_version_and_name(req, name: str) -> None:
+    """1.2+, and a name: ``/resource_classes/`` is no URL upstream serves."""
+    web.require_version(req, mv.RESOURCE_CLASSES)
+    if not name:
+        raise errors.NotFound()
 
 
 class ResourceClasses:
@@ -43,18 +62,20 @@ class ResourceClasses:
             self.db.write(lambda conn: store.create(conn, name))
         except store.Exists:
             raise errors.Conflict(f"Conflicting resource class already exists: {name}") from None
+        except store.IdsExhausted:
+            raise _retries_exceeded(name) from None
         web.no_content(resp, 201)
-        resp.set_header("Location", _link(req, name))
+        resp.set_header("Location", _location(req, name))
 
     def show(self, req, resp, name):
-        web.require_version(req, mv.RESOURCE_CLASSES)
+        _require_version_and_name(req, name)
         web.check_accept(req)
         rc = self._get(name)
         web.render(resp, _body(req, rc))
         web.cache_headers(req, resp, rc.modified)
 
     def update(self, req, resp, name):
-        web.require_version(req, mv.RESOURCE_CLASSES)
+        _require_version_and_name(req, name)
         if web.version(req) >= mv.RESOURCE_CLASS_PUT_CREATES:
             return self._ensure(req, resp, name)
         new_name = web.read_json(req, schema.NAME_BODY)["name"]
@@ -84,12 +105,15 @@ class ResourceClasses:
                 except store.Exists:  # created meanwhile by another writer
                     return store.get(conn, name), False
 
-        _rc, created = self.db.write(ensure)
+        try:
+            _rc, created = self.db.write(ensure)
+        except store.IdsExhausted:
+            raise _retries_exceeded(name) from None
         web.no_content(resp, 201 if created else 204)
-        resp.set_header("Location", _link(req, name))
+        resp.set_header("Location", _location(req, name))
 
     def delete(self, req, resp, name):
-        web.require_version(req, mv.RESOURCE_CLASSES)
+        _require_version_and_name(req, name)
 
         def delete(conn):
             rc = self._get(name, conn)

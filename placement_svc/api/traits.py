@@ -20,15 +20,16 @@ def _filters(params: dict[str, list[str]]) -> dict:
     if "name" in params:
         value = params["name"][-1]
         op, sep, arg = value.partition(":")
-        if not sep or op not in ("in", "startswith"):
+        if not sep:
             raise errors.BadRequest(
                 "Badly formatted name parameter. Expected name query string parameter "
                 f'in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "{value}"'
             )
         if op == "in":
             filters["names"] = arg.split(",")
-        else:
+        elif op == "startswith":
             filters["prefix"] = arg
+        # Any other operator filters nothing, as upstream (which never refused it).
     if "associated" in params:
         value = params["associated"][-1].lower()
         if value not in ("true", "false"):
@@ -37,6 +38,18 @@ def _filters(params: dict[str, list[str]]) -> dict:
             )
         filters["associated"] = value == "true"
     return filters
+
+
+def _location(req, name: str) -> str:
+    """Absolute, as upstream's webob makes every Location header."""
+    return req.prefix + f"/traits/{name}"
+
+
+def _require_version_and_name(req, name: str) -> None:
+    """1.6+, and a name: ``/traits/`` is no URL upstream serves."""
+    web.require_version(req, mv.TRAITS)
+    if not name:
+        raise errors.NotFound()
 
 
 class Traits:
@@ -52,24 +65,24 @@ class Traits:
         web.cache_headers(req, resp, web.newest(found))
 
     def show(self, req, resp, name):
-        web.require_version(req, mv.TRAITS)
+        _require_version_and_name(req, name)
         trait = self._get(name)
         web.no_content(resp)
         web.cache_headers(req, resp, trait.modified)
 
     def update(self, req, resp, name):
-        web.require_version(req, mv.TRAITS)
+        _require_version_and_name(req, name)
         try:
             jsonschema.validate(name, schema.CUSTOM_TRAIT)
         except jsonschema.ValidationError:
             raise errors.BadRequest(_INVALID_TRAIT) from None
         trait, created = self.db.write(lambda conn: store.ensure(conn, name))
         web.no_content(resp, 201 if created else 204)
-        resp.set_header("Location", web.url(req, f"/traits/{name}"))
+        resp.set_header("Location", _location(req, name))
         web.cache_headers(req, resp, trait.modified)
 
     def delete(self, req, resp, name):
-        web.require_version(req, mv.TRAITS)
+        _require_version_and_name(req, name)
 
         def delete(conn):
             trait = store.get(conn, name)

@@ -26,6 +26,19 @@ class InUse(Exception):
     pass
 
 
+class IdsExhausted(Exception):
+    """Concurrent creators kept taking the id this one picked."""
+
+
+CREATE_ATTEMPTS = 100
+
+
+def storable(name: str) -> bool:
+    """False for names no row can hold; PostgreSQL refuses to even compare
+    a string with a NUL in it, so such names are never sent to it."""
+    return "\x00" not in name
+
+
 def _record(row) -> Named:
     return Named(row.id, row.name, row.created_at, row.updated_at)
 
@@ -36,37 +49,49 @@ def list_all(conn: Connection) -> list[Named]:
 
 
 def get(conn: Connection, name: str) -> Named:
+    if not storable(name):
+        raise NotFound(name)
     row = conn.execute(sa.select(T).where(T.c.name == name)).first()
-    if row is None:
+    # MariaDB compares "X " equal to "X"; the name must match exactly.
+    if row is None or row.name != name:
         raise NotFound(name)
     return _record(row)
 
 
 def create(conn: Connection, name: str) -> Named:
-    """Insert a custom class with the next free id at or above 10000."""
-    if conn.execute(sa.select(T.c.id).where(T.c.name == name)).first():
-        raise Exists(name)
-    next_id = conn.execute(
-        sa.select(sa.func.max(T.c.id)).where(T.c.id >= tables.MIN_CUSTOM_RESOURCE_CLASS_ID)
-    ).scalar()
-    next_id = tables.MIN_CUSTOM_RESOURCE_CLASS_ID if next_id is None else next_id + 1
-    try:
-        with conn.begin_nested():
-            conn.execute(sa.insert(T).values(id=next_id, name=name))
-    except IntegrityError:
-        # Another writer took the name or the id; tell which.
+    """Insert a custom class with the next free id at or above 10000.
+
+    Two writers may pick the same id; the loser takes the next one, as
+    upstream does, and gives up (``IdsExhausted``) only after many tries.
+    """
+    for _attempt in range(CREATE_ATTEMPTS):
         if conn.execute(sa.select(T.c.id).where(T.c.name == name)).first():
-            raise Exists(name) from None
-        raise
-    return get(conn, name)
+            raise Exists(name)
+        next_id = conn.execute(
+            sa.select(sa.func.max(T.c.id)).where(T.c.id >= tables.MIN_CUSTOM_RESOURCE_CLASS_ID)
+        ).scalar()
+        next_id = tables.MIN_CUSTOM_RESOURCE_CLASS_ID if next_id is None else next_id + 1
+        try:
+            with conn.begin_nested():
+                conn.execute(sa.insert(T).values(id=next_id, name=name))
+        except IntegrityError:
+            continue  # the name (checked again above) or the id was taken meanwhile
+        return get(conn, name)
+    raise IdsExhausted(name)
 
 
 def rename(conn: Connection, old: Named, new_name: str) -> Named:
     if new_name != old.name and conn.execute(sa.select(T.c.id).where(T.c.name == new_name)).first():
         raise Exists(new_name)
-    conn.execute(
-        sa.update(T).where(T.c.id == old.id).values(name=new_name, updated_at=tables.utcnow())
-    )
+    try:
+        with conn.begin_nested():
+            conn.execute(
+                sa.update(T)
+                .where(T.c.id == old.id)
+                .values(name=new_name, updated_at=tables.utcnow())
+            )
+    except IntegrityError:  # another writer took the new name meanwhile
+        raise Exists(new_name) from None
     return get(conn, new_name)
 
 

@@ -26,6 +26,12 @@ def is_standard(name: str) -> bool:
     return not name.startswith("CUSTOM_") and os_traits.is_valid_trait(name)
 
 
+def storable(name: str) -> bool:
+    """False for names no row can hold; PostgreSQL refuses to even compare
+    a string with a NUL in it, so such names are never sent to it."""
+    return "\x00" not in name
+
+
 def _record(row) -> Named:
     return Named(row.id, row.name, row.created_at, row.updated_at)
 
@@ -36,9 +42,18 @@ def list_filtered(
     prefix: str | None = None,
     associated: bool | None = None,
 ) -> list[Named]:
-    """Traits by name list, name prefix and whether any provider has them."""
-    query = sa.select(T).order_by(T.c.name)
+    """Traits by name list, name prefix and whether any provider has them.
+
+    SQL narrows the rows; the exact comparison happens here, because the
+    backends disagree at the edges (SQLite's LIKE ignores case, MariaDB's
+    ``=`` ignores trailing spaces) and names must match byte for byte on all
+    of them. Sorted here too, so every backend lists in the same order.
+    """
+    if prefix is not None and not storable(prefix):
+        return []
+    query = sa.select(T)
     if names is not None:
+        names = [name for name in names if storable(name)]
         query = query.where(T.c.name.in_(names))
     if prefix is not None:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -46,12 +61,21 @@ def list_filtered(
     if associated is not None:
         used = sa.exists().where(RPT.c.trait_id == T.c.id)
         query = query.where(used if associated else ~used)
-    return [_record(r) for r in conn.execute(query)]
+    wanted = set(names) if names is not None else None
+    found = [
+        _record(r)
+        for r in conn.execute(query)
+        if (wanted is None or r.name in wanted) and r.name.startswith(prefix or "")
+    ]
+    return sorted(found, key=lambda t: t.name)
 
 
 def get(conn: Connection, name: str) -> Named:
+    if not storable(name):
+        raise NotFound(name)
     row = conn.execute(sa.select(T).where(T.c.name == name)).first()
-    if row is None:
+    # MariaDB compares "X " equal to "X"; the name must match exactly.
+    if row is None or row.name != name:
         raise NotFound(name)
     return _record(row)
 

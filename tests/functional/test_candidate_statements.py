@@ -42,7 +42,7 @@ def _build(client, hosts: int, agg: str) -> None:
             payload["resource_provider_generation"] = generation
             answer = client.put(f"/resource_providers/{rp_uuid}/{path}", json=payload)
             assert answer.status_code == 200, answer.text
-            generation += 1
+            generation = answer.json()["resource_provider_generation"]
         return rp_uuid
 
     client.put("/traits/CUSTOM_FAST")
@@ -83,7 +83,10 @@ def _statements(backend, hosts):
     counts = []
     for query in QUERIES:
         seen = []
-        listener = lambda *args: seen.append(args[2])  # noqa: E731 - statement text
+
+        def listener(*args, seen=seen):
+            seen.append(args[2])  # the statement text
+
         event.listen(engine, "before_cursor_execute", listener)
         try:
             answer = client.get("/allocation_candidates?" + query.format(agg=agg))

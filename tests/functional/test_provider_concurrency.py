@@ -50,6 +50,32 @@ def _clients(test_db, count=2):
     return clients
 
 
+def _race(clients, rp_uuid, generation) -> list[httpx.Response]:
+    """THREADS writers released together, all sending the same generation."""
+    barrier = threading.Barrier(THREADS)
+    answers: list[httpx.Response] = []
+    lock = threading.Lock()
+
+    def write(index):
+        body = {
+            "resource_provider_generation": generation,
+            "inventories": {"VCPU": {"total": 10 + index}},
+        }
+        barrier.wait()
+        response = clients[index % len(clients)].put(
+            f"/resource_providers/{rp_uuid}/inventories", json=body
+        )
+        with lock:
+            answers.append(response)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers
+
+
 @pytest.mark.parametrize("backend", databases.wanted_backends())
 def test_one_winner_per_round_of_inventory_writers(backend):
     test_db = _database(backend)
@@ -61,27 +87,7 @@ def test_one_winner_per_round_of_inventory_writers(backend):
     for round_number in range(ROUNDS):
         generation = clients[0].get(f"/resource_providers/{rp_uuid}").json()["generation"]
         assert generation == round_number
-        barrier = threading.Barrier(THREADS)
-        answers: list[httpx.Response] = []
-        lock = threading.Lock()
-
-        def write(index):
-            body = {
-                "resource_provider_generation": generation,
-                "inventories": {"VCPU": {"total": 10 + index}},
-            }
-            barrier.wait()
-            response = clients[index % len(clients)].put(
-                f"/resource_providers/{rp_uuid}/inventories", json=body
-            )
-            with lock:
-                answers.append(response)
-
-        threads = [threading.Thread(target=write, args=(i,)) for i in range(THREADS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        answers = _race(clients, rp_uuid, generation)
 
         statuses = sorted(r.status_code for r in answers)
         assert statuses == [200] + [409] * (THREADS - 1), [r.text for r in answers]
