@@ -105,7 +105,7 @@ def required(values: list[str], version, suffix: str = "") -> TraitFilter:
             result.any_of.append(frozenset(names))
             continue
         names = [name.strip() for name in value.split(",")]
-        forbidden = {name[1:] for name in names if name.startswith("!")}
+        forbidden = {name.lstrip("!") for name in names if name.startswith("!")}
         if not all(names) or not all(forbidden):
             form = (
                 "HW_CPU_X86_VMX,!CUSTOM_MAGIC"

@@ -61,12 +61,7 @@ def validate(data, schema: dict) -> None:
     try:
         jsonschema.validate(data, schema, format_checker=_FORMAT_CHECKER)
     except jsonschema.ValidationError as exc:
-        raise errors.BadRequest(f"JSON does not validate: {_describe(exc)}") from None
-
-
-def _describe(exc: jsonschema.ValidationError) -> str:
-    where = "/".join(str(p) for p in exc.absolute_path)
-    return f"{exc.message} (at '{where}')" if where else exc.message
+        raise errors.BadRequest(f"JSON does not validate: {exc}") from None
 
 
 def render(resp: falcon.Response, body, status: int = 200) -> None:
@@ -116,5 +111,5 @@ def query(req: falcon.Request, schema: dict | None = None) -> dict[str, list[str
         try:
             jsonschema.validate(last, schema, format_checker=_FORMAT_CHECKER)
         except jsonschema.ValidationError as exc:
-            raise errors.BadRequest(f"Invalid query string parameters: {_describe(exc)}") from None
+            raise errors.BadRequest(f"Invalid query string parameters: {exc}") from None
     return params

@@ -33,11 +33,12 @@ class Aggregates:
     def replace(self, req, resp, uuid):
         web.require_version(req, mv.AGGREGATES)
         with_generation = web.version(req) >= mv.AGGREGATE_GENERATION
-        data = web.read_json(req, schema.REPLACE_V1_19 if with_generation else schema.REPLACE_V1_1)
-        uuids = data["aggregates"] if with_generation else data
+        data = web.read_json(req)
 
         def write(conn):
-            provider = providers.get(conn, uuid)
+            provider = providers.get(conn, uuid)  # 404 before the body's 400, as upstream
+            web.validate(data, schema.REPLACE_V1_19 if with_generation else schema.REPLACE_V1_1)
+            uuids = data["aggregates"] if with_generation else data
             seen = data["resource_provider_generation"] if with_generation else None
             if seen is not None and seen != provider.generation:
                 raise providers.ConcurrentUpdate(
@@ -49,6 +50,7 @@ class Aggregates:
             # (checked against the generation just read) so other writers see it.
             generation = providers.bump_generation(conn, provider, seen)
             store.replace(conn, provider.id, uuids)
-            return generation, store.for_provider(conn, provider.id)
+            # The answer echoes the list as sent (its order and spelling), as upstream's.
+            return generation, uuids
 
         self._send(req, resp, *self.db.write(write))

@@ -1,61 +1,56 @@
-"""/resource_providers/{uuid}/inventories[/{resource_class}]."""
+"""/resource_providers/{uuid}/inventories[/{resource_class}].
+
+Checks run in upstream's order: the media type, the provider (404), the
+body's schema (400), the generation (409), capacity (400), then the
+resource class, so a request with several faults gets upstream's answer.
+"""
 
 from __future__ import annotations
 
 from placement_svc import errors, web
 from placement_svc import microversion as mv
 from placement_svc.db import inventories as store
-from placement_svc.db import providers
+from placement_svc.db import names, providers
 from placement_svc.schemas import inventory as schema
 
 
 def _provider(conn, uuid):
-    return providers.get(conn, uuid, f"No resource provider with uuid {uuid} found")
+    return providers.get(conn, uuid)
 
 
-def _check_capacity(req, provider, inventories) -> None:
-    """Capacity must be positive; from 1.26 reserved may equal total."""
-    allow_equal = web.version(req) >= mv.RESERVED_EQUALS_TOTAL
+def _provider_for_read(conn, uuid):
+    """The GET handlers word their 404 as upstream's do, the cause repeated."""
+    missing = f"No resource provider with uuid {uuid} found"
+    return providers.get(conn, uuid, f"{missing} : {missing}")
+
+
+def _check_capacity(req, provider, inventories, action: str) -> None:
+    """Upstream's rule, on capacity = int((total - reserved) * allocation_ratio):
+    it must be positive before 1.26 and may be zero from 1.26 (reserved ==
+    total, or allocation_ratio 0, is then accepted)."""
+    allow_zero = web.version(req) >= mv.RESERVED_EQUALS_TOTAL
     for inv in inventories:
-        if inv.allocation_ratio <= 0 or (
-            inv.reserved > inv.total if allow_equal else inv.reserved >= inv.total
-        ):
-            comparison = "greater than" if allow_equal else "greater than or equal to"
-            if inv.allocation_ratio <= 0:
-                reason = "The allocation_ratio must be greater than 0."
-            else:
-                reason = f"The reserved value is {comparison} total."
-            raise errors.BadRequest(
-                f"Unable to update inventory for resource provider {provider.uuid}: Invalid "
-                f"inventory for '{inv.resource_class}' on resource provider "
-                f"'{provider.uuid}'. {reason}"
-            )
-
-
-def _representation(inv, generation=None) -> dict:
-    body = inv.fields()
-    if generation is not None:
-        body["resource_provider_generation"] = generation
-    return body
+        if inv.capacity > 0 or (allow_zero and inv.capacity == 0):
+            continue
+        comparison = "greater than" if allow_zero else "greater than or equal to"
+        raise errors.BadRequest(
+            f"Unable to {action} inventory for resource provider {provider.uuid}: Invalid "
+            f"inventory for '{inv.resource_class}' on resource provider "
+            f"'{provider.uuid}'. The reserved value is {comparison} total."
+        )
 
 
 def _stale(uuid):
     return providers.ConcurrentUpdate(uuid, "resource provider generation conflict")
 
 
+def _find(inventories, resource_class):
+    return next((inv for inv in inventories if inv.resource_class == resource_class), None)
+
+
 class Inventories:
     def __init__(self, db):
         self.db = db
-
-    def list(self, req, resp, uuid):
-        web.check_accept(req)
-
-        def read(conn):
-            provider = _provider(conn, uuid)
-            return provider, store.list_for(conn, provider.id)
-
-        provider, found = self.db.read(read)
-        self._send_all(req, resp, provider.generation, found)
 
     def _send_all(self, req, resp, generation, found):
         body = {
@@ -63,34 +58,51 @@ class Inventories:
             "inventories": {inv.resource_class: inv.fields() for inv in found},
         }
         web.render(resp, body)
-        web.cache_headers(req, resp, web.newest(found))
+        if found:
+            web.cache_headers(req, resp, web.newest(found))
+        elif web.version(req) >= mv.CACHE_HEADERS:
+            # Upstream takes last-modified from the inventories; with none
+            # there is no last-modified, only cache-control.
+            resp.set_header("Cache-Control", "no-cache")
 
     def _send_one(self, req, resp, generation, inv, status=200):
-        web.render(resp, _representation(inv, generation), status)
+        body = {**inv.fields(), "resource_provider_generation": generation}
+        web.render(resp, body, status)
         web.cache_headers(req, resp, inv.modified)
+
+    def list(self, req, resp, uuid):
+        web.check_accept(req)
+
+        def read(conn):
+            provider = _provider_for_read(conn, uuid)
+            return provider, store.list_for(conn, provider.id)
+
+        provider, found = self.db.read(read)
+        self._send_all(req, resp, provider.generation, found)
 
     def show(self, req, resp, uuid, resource_class):
         web.check_accept(req)
 
         def read(conn):
-            provider = _provider(conn, uuid)
-            found = {inv.resource_class: inv for inv in store.list_for(conn, provider.id)}
-            if resource_class not in found:
+            provider = _provider_for_read(conn, uuid)
+            inv = _find(store.list_for(conn, provider.id), resource_class)
+            if inv is None:
                 raise errors.NotFound(f"No inventory of class {resource_class} for {uuid}")
-            return provider, found[resource_class]
+            return provider, inv
 
         provider, inv = self.db.read(read)
         self._send_one(req, resp, provider.generation, inv)
 
     def replace_all(self, req, resp, uuid):
-        data = web.read_json(req, schema.REPLACE_ALL)
-        wanted = [store.with_defaults(rc, rec) for rc, rec in data["inventories"].items()]
+        data = web.read_json(req)
 
         def write(conn):
             provider = _provider(conn, uuid)
+            web.validate(data, schema.REPLACE_ALL)
             if data["resource_provider_generation"] != provider.generation:
                 raise _stale(uuid)
-            _check_capacity(req, provider, wanted)
+            wanted = [store.with_defaults(rc, rec) for rc, rec in data["inventories"].items()]
+            _check_capacity(req, provider, wanted, "update")
             generation = store.replace(
                 conn,
                 provider,
@@ -105,19 +117,21 @@ class Inventories:
         self._send_all(req, resp, generation, found)
 
     def create(self, req, resp, uuid):
-        data = web.read_json(req, schema.CREATE)
-        new = store.with_defaults(data["resource_class"], data)
+        """POST one class; the body's generation, when given, is not checked (as upstream)."""
+        data = web.read_json(req)
 
         def write(conn):
             provider = _provider(conn, uuid)
+            web.validate(data, schema.CREATE)
+            new = store.with_defaults(data["resource_class"], data)
+            _check_capacity(req, provider, [new], "create")
             current = store.list_for(conn, provider.id)
-            if any(inv.resource_class == new.resource_class for inv in current):
+            if _find(current, new.resource_class) is not None:
                 raise errors.Conflict(
                     f"Update conflict: Inventory for '{new.resource_class}' on resource "
                     f"provider '{uuid}' already exists.",
                     code=errors.CONCURRENT_UPDATE,
                 )
-            _check_capacity(req, provider, [new])
             generation = store.replace(
                 conn,
                 provider,
@@ -131,25 +145,28 @@ class Inventories:
         generation, inv = self.db.write(write)
         resp.set_header(
             "Location",
-            web.url(req, f"/resource_providers/{uuid}/inventories/{new.resource_class}"),
+            f"{req.prefix}/resource_providers/{uuid}/inventories/{inv.resource_class}",
         )
         self._send_one(req, resp, generation, inv, status=201)
 
     def update(self, req, resp, uuid, resource_class):
-        data = web.read_json(req, schema.UPDATE_ONE)
-        changed = store.with_defaults(resource_class, data)
+        data = web.read_json(req)
 
         def write(conn):
             provider = _provider(conn, uuid)
+            web.validate(data, schema.UPDATE_ONE)
             if data["resource_provider_generation"] != provider.generation:
                 raise _stale(uuid)
+            changed = store.with_defaults(resource_class, data)
+            _check_capacity(req, provider, [changed], "update")
+            if not names.resource_class_ids(conn, [resource_class]):
+                raise errors.NotFound(f"No such resource class {resource_class}.")
             current = store.list_for(conn, provider.id)
             if _find(current, resource_class) is None:
                 raise errors.BadRequest(
                     "No inventory record with resource class for resource provider "
                     f"{uuid}: No inventory of class {resource_class} found."
                 )
-            _check_capacity(req, provider, [changed])
             others = [inv for inv in current if inv.resource_class != resource_class]
             generation = store.replace(conn, provider, others + [changed])
             return generation, _find(store.list_for(conn, provider.id), resource_class)
@@ -162,14 +179,20 @@ class Inventories:
             provider = _provider(conn, uuid)
             current = store.list_for(conn, provider.id)
             if _find(current, resource_class) is None:
+                known = names.resource_class_ids(conn, [resource_class])
+                cause = (
+                    f"No inventory of class {resource_class} found for delete"
+                    if known
+                    else f"No such resource class {resource_class}."
+                )
                 raise errors.NotFound(
-                    f"No inventory of class {resource_class} found for delete: No inventory "
-                    f"of class {resource_class} found."
+                    f"No inventory of class {resource_class} found for delete: {cause}"
                 )
             others = [inv for inv in current if inv.resource_class != resource_class]
             try:
                 store.replace(conn, provider, others)
             except errors.Conflict as exc:
+                # In use, or changed meanwhile: upstream codes both concurrent_update.
                 raise errors.Conflict(
                     f"Unable to delete inventory of class {resource_class}: "
                     f"{exc.message.removeprefix('update conflict: ')}",
@@ -193,11 +216,11 @@ class Inventories:
                         exc.message.removeprefix("update conflict: "),
                         code=errors.INVENTORY_INUSE,
                     ) from None
-                raise
+                raise errors.Conflict(
+                    f"Unable to delete inventory for resource provider {uuid} because the "
+                    "inventory was updated by another process. Please retry your request.",
+                    code=errors.CONCURRENT_UPDATE,
+                ) from None
 
         self.db.write(write)
         web.no_content(resp)
-
-
-def _find(inventories, resource_class):
-    return next((inv for inv in inventories if inv.resource_class == resource_class), None)

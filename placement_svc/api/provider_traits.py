@@ -25,7 +25,8 @@ class ProviderTraits:
         web.check_accept(req)
 
         def read(conn):
-            provider = providers.get(conn, uuid, f"No resource provider with uuid {uuid} found")
+            missing = f"No resource provider with uuid {uuid} found"
+            provider = providers.get(conn, uuid, f"{missing}: {missing}")
             return provider.generation, store.for_provider(conn, provider.id)
 
         self._send(req, resp, *self.db.read(read))
@@ -47,8 +48,9 @@ class ProviderTraits:
             missing = sorted(set(data["traits"]) - set(ids))
             if missing:
                 raise errors.BadRequest(f"No such trait {', '.join(missing)}")
-            generation = providers.bump_generation(conn, provider, seen)
-            store.replace(conn, provider.id, set(ids.values()))
+            # Upstream moves the generation only when the set of traits changes.
+            changed = store.replace(conn, provider.id, set(ids.values()))
+            generation = providers.bump_generation(conn, provider, seen) if changed else seen
             return generation, store.for_provider(conn, provider.id)
 
         self._send(req, resp, *self.db.write(write))
@@ -58,8 +60,8 @@ class ProviderTraits:
 
         def write(conn):
             provider = providers.get(conn, uuid)
-            providers.bump_generation(conn, provider)
-            store.replace(conn, provider.id, set())
+            if store.replace(conn, provider.id, set()):
+                providers.bump_generation(conn, provider)
 
         self.db.write(write)
         web.no_content(resp)

@@ -10,6 +10,11 @@ from placement_svc.db import providers as store
 from placement_svc.schemas import resource_provider as schema
 
 
+def location(req, provider) -> str:
+    """Absolute, as upstream's webob makes every Location header (links stay relative)."""
+    return f"{req.prefix}/resource_providers/{provider.uuid}"
+
+
 def links(req, provider) -> list[dict]:
     base = web.url(req, f"/resource_providers/{provider.uuid}")
     rels = ["inventories", "usages"]
@@ -54,7 +59,7 @@ class ResourceProviders:
 
         return store.list_filtered(
             conn,
-            name=last("name"),
+            name=last("name") or None,  # an empty name filters nothing, as upstream
             uuid=last("uuid"),
             in_tree=queryparams.in_tree(last("in_tree")) if "in_tree" in params else None,
             member_of=queryparams.member_of(params.get("member_of", []), version),
@@ -67,10 +72,11 @@ class ResourceProviders:
         nested = version >= mv.NESTED_PROVIDERS
         data = web.read_json(req, schema.CREATE_V1_14 if nested else schema.CREATE_V1_0)
         uuid = store.canonical_uuid(data["uuid"]) if data.get("uuid") else str(uuidlib.uuid4())
+        # Upstream normalises the new provider's uuid but matches the parent
+        # as written (a dashless parent is unknown there too).
         parent = data.get("parent_provider_uuid")
-        parent = store.canonical_uuid(parent) if parent else None
         provider = self.db.write(lambda conn: store.create(conn, data["name"], uuid, parent))
-        resp.set_header("Location", web.url(req, f"/resource_providers/{provider.uuid}"))
+        resp.set_header("Location", location(req, provider))
         if version >= mv.PROVIDER_POST_RETURNS_BODY:
             web.render(resp, represent(req, provider))
             web.cache_headers(req, resp, provider.modified)
@@ -86,18 +92,16 @@ class ResourceProviders:
     def update(self, req, resp, uuid):
         version = web.version(req)
         nested = version >= mv.NESTED_PROVIDERS
-        data = web.read_json(req, schema.UPDATE_V1_14 if nested else schema.UPDATE_V1_0)
-        parent = data.get("parent_provider_uuid", store._KEEP)
-        if isinstance(parent, str):
-            parent = store.canonical_uuid(parent)
+        data = web.read_json(req)
 
         def update(conn):
-            provider = store.get(conn, uuid)
+            provider = store.get(conn, uuid)  # 404 before the body's 400, as upstream
+            web.validate(data, schema.UPDATE_V1_14 if nested else schema.UPDATE_V1_0)
             return store.update(
                 conn,
                 provider,
                 data["name"],
-                parent,
+                data.get("parent_provider_uuid", store.KEEP_PARENT),
                 allow_reparenting=version >= mv.REPARENTING,
             )
 

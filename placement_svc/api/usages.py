@@ -14,7 +14,8 @@ class ProviderUsages:
         web.check_accept(req)
 
         def read(conn):
-            provider = providers.get(conn, uuid, f"No resource provider with uuid {uuid} found")
+            missing = f"No resource provider with uuid {uuid} found"
+            provider = providers.get(conn, uuid, f"{missing}: {missing}")
             used = inventories.usage_by_class(conn, provider.id)
             classes = [inv.resource_class for inv in inventories.list_for(conn, provider.id)]
             ids = names.resource_class_ids(conn, classes)

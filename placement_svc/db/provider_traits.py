@@ -24,7 +24,8 @@ def for_provider(conn: Connection, provider_id: int) -> list[Named]:
     return [Named(r.id, r.name, r.created_at, r.updated_at) for r in rows]
 
 
-def replace(conn: Connection, provider_id: int, trait_ids: set[int]) -> None:
+def replace(conn: Connection, provider_id: int, trait_ids: set[int]) -> bool:
+    """Make the provider's traits exactly ``trait_ids``; True when that changed anything."""
     current = {
         row.trait_id
         for row in conn.execute(
@@ -45,3 +46,4 @@ def replace(conn: Connection, provider_id: int, trait_ids: set[int]) -> None:
             sa.insert(RPT),
             [{"resource_provider_id": provider_id, "trait_id": t, "created_at": now} for t in new],
         )
+    return bool(gone or new)

@@ -99,6 +99,8 @@ def canonical_uuid(value: str) -> str:
 
 def create(conn: Connection, name: str, uuid: str, parent_uuid: str | None) -> Provider:
     """Insert a provider (a root, or a child of ``parent_uuid``)."""
+    if not name:
+        raise _unable_to_create(name, uuid, "name is required")
     parent = None
     if parent_uuid is not None:
         if parent_uuid == uuid:
@@ -124,8 +126,9 @@ def create(conn: Connection, name: str, uuid: str, parent_uuid: str | None) -> P
                 )
             ).inserted_primary_key[0]
     except IntegrityError:
-        _refuse_duplicates(conn, name=name, uuid=uuid)  # lost a race: say which
-        raise
+        # Lost a race: a duplicate was created, or the parent deleted, meanwhile.
+        _refuse_duplicates(conn, name=name, uuid=uuid)
+        raise _unable_to_create(name, uuid, "parent provider UUID does not exist.") from None
     if parent is None:
         conn.execute(sa.update(RP).where(RP.c.id == new_id).values(root_provider_id=new_id))
     return get(conn, uuid)
@@ -139,6 +142,11 @@ def _unable_to_create(name, uuid, reason) -> errors.BadRequest:
 
 
 def _refuse_duplicates(conn, name: str, uuid: str | None, exclude_id: int | None = None):
+    """409 placement.duplicate_name when the name (or uuid) is another provider's.
+
+    A creation names what is taken ("name: x", "uuid: y"); a rename, as
+    upstream words it, names only the new name.
+    """
     taken = []
     if uuid is not None and conn.execute(sa.select(RP.c.id).where(RP.c.uuid == uuid)).first():
         taken.append(f"uuid: {uuid}")
@@ -148,8 +156,9 @@ def _refuse_duplicates(conn, name: str, uuid: str | None, exclude_id: int | None
     if conn.execute(stmt).first():
         taken.append(f"name: {name}")
     if taken:
+        what = ", ".join(taken) if exclude_id is None else name
         raise errors.Conflict(
-            f"Conflicting resource provider {', '.join(taken)} already exists.",
+            f"Conflicting resource provider {what} already exists.",
             code=errors.DUPLICATE_NAME,
         )
 
@@ -170,27 +179,31 @@ def subtree_ids(conn: Connection, provider: Provider) -> set[int]:
     return found
 
 
-_KEEP = object()
+KEEP_PARENT = object()  # update(): leave the parent as it is
 
 
 def update(
-    conn: Connection, provider: Provider, name: str, parent_uuid=_KEEP, allow_reparenting=False
+    conn: Connection,
+    provider: Provider,
+    name: str,
+    parent_uuid=KEEP_PARENT,
+    allow_reparenting=False,
 ) -> Provider:
     """Rename and, when ``parent_uuid`` is given, (re/un)parent the provider."""
 
-    def unable(reason):
+    def unable(reason, action="update"):
         return errors.BadRequest(
-            f"Unable to save resource provider {provider.uuid}: Object action update "
+            f"Unable to save resource provider {provider.uuid}: Object action {action} "
             f"failed because: {reason}"
         )
 
     values = {"name": name, "updated_at": tables.utcnow()}
     new_root_id = None
-    if parent_uuid is not _KEEP:
+    if parent_uuid is not KEEP_PARENT:
         if parent_uuid is not None:
             parent = find(conn, parent_uuid)
             if parent is None:
-                raise unable("parent provider UUID does not exist.")
+                raise unable("parent provider UUID does not exist.", action="create")
             if provider.parent_id not in (None, parent.id) and not allow_reparenting:
                 raise unable("re-parenting a provider is not currently allowed.")
             if parent.id in subtree_ids(conn, provider):
@@ -207,12 +220,27 @@ def update(
     if new_root_id is not None and new_root_id != provider.root_id:
         moving = subtree_ids(conn, provider)
         conn.execute(sa.update(RP).where(RP.c.id.in_(moving)).values(root_provider_id=new_root_id))
-    conn.execute(sa.update(RP).where(RP.c.id == provider.id).values(**values))
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.update(RP).where(RP.c.id == provider.id).values(**values))
+    except IntegrityError:
+        # Lost a race: the name was taken, or the new parent deleted, meanwhile.
+        _refuse_duplicates(conn, name=name, uuid=None, exclude_id=provider.id)
+        raise unable("parent provider UUID does not exist.") from None
     return get(conn, provider.uuid)
 
 
 def delete(conn: Connection, provider: Provider) -> None:
-    """Remove a provider with its inventories, traits and aggregate links."""
+    """Remove a provider with its inventories, traits and aggregate links.
+
+    Children are checked before allocations, as upstream does, so a parent
+    that also has allocations is refused as a parent.
+    """
+    child = conn.execute(
+        sa.select(RP.c.id).where(RP.c.parent_provider_id == provider.id).limit(1)
+    ).first()
+    if child:
+        raise _cannot_delete_parent(provider)
     used = conn.execute(
         sa.select(tables.allocations.c.id)
         .where(tables.allocations.c.resource_provider_id == provider.id)
@@ -224,15 +252,6 @@ def delete(conn: Connection, provider: Provider) -> None:
             "allocations.",
             code=errors.PROVIDER_IN_USE,
         )
-    child = conn.execute(
-        sa.select(RP.c.id).where(RP.c.parent_provider_id == provider.id).limit(1)
-    ).first()
-    if child:
-        raise errors.Conflict(
-            f"Unable to delete parent resource provider {provider.uuid}: It has child "
-            "resource providers.",
-            code=errors.PROVIDER_CANNOT_DELETE_PARENT,
-        )
     for table in (
         tables.inventories,
         tables.resource_provider_traits,
@@ -241,7 +260,18 @@ def delete(conn: Connection, provider: Provider) -> None:
         conn.execute(sa.delete(table).where(table.c.resource_provider_id == provider.id))
     # A root points at itself; clear that before the row goes.
     conn.execute(sa.update(RP).where(RP.c.id == provider.id).values(root_provider_id=None))
-    conn.execute(sa.delete(RP).where(RP.c.id == provider.id))
+    try:
+        conn.execute(sa.delete(RP).where(RP.c.id == provider.id))
+    except IntegrityError:  # a child was added since the check above
+        raise _cannot_delete_parent(provider) from None
+
+
+def _cannot_delete_parent(provider: Provider) -> errors.Conflict:
+    return errors.Conflict(
+        f"Unable to delete parent resource provider {provider.uuid}: It has child "
+        "resource providers.",
+        code=errors.PROVIDER_CANNOT_DELETE_PARENT,
+    )
 
 
 def bump_generation(conn: Connection, provider: Provider, seen: int | None = None) -> int:

@@ -25,11 +25,18 @@ UPDATE_V1_14 = _body({"name": NAME, "parent_provider_uuid": PARENT})
 
 # GET /resource_providers query strings: each version adds filters.
 _STRING = {"type": "string"}
+# Upstream checks query uuids with jsonschema's own "uuid" format, which wants
+# the dashed form (bodies use oslo's looser check): the pattern adds that.
+_HEX = "[0-9a-fA-F]"
+_QUERY_UUID = {
+    **UUID,
+    "pattern": f"^{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}$",
+}
 _LIST_FILTERS = [
-    ((1, 0), {"name": _STRING, "uuid": UUID}),
+    ((1, 0), {"name": _STRING, "uuid": _QUERY_UUID}),
     ((1, 3), {"member_of": _STRING}),
     ((1, 4), {"resources": _STRING}),
-    ((1, 14), {"in_tree": UUID}),
+    ((1, 14), {"in_tree": _QUERY_UUID}),
     ((1, 18), {"required": _STRING}),
 ]
 
