@@ -21,7 +21,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from placement_svc import errors
 
@@ -148,6 +148,13 @@ class Database:
                         conn.info["sqlite_begin"] = "IMMEDIATE" if write else "DEFERRED"
                     with conn.begin():
                         return fn(conn)
+            except DataError as exc:
+                # A value the database refuses (a NUL byte in a string, a number out
+                # of range): the client's input, so a 400, never a 500.
+                LOG.info("database refused a value: %s", exc.orig)
+                raise errors.BadRequest(
+                    "The request contains a value the database cannot store."
+                ) from exc
             except DBAPIError as exc:
                 if not is_retryable(exc) or attempt >= self.max_retries:
                     if is_retryable(exc):

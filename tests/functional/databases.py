@@ -96,8 +96,9 @@ class TestDatabase:
     def drop(self) -> None:
         self.engine.dispose()
         if self._admin is not None:
+            force = " WITH (FORCE)" if self.backend == "postgresql" else ""
             with self._admin.connect() as conn:
-                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {self.name}")
+                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {self.name}{force}")
             self._admin.dispose()
             self._admin = None
 

@@ -40,13 +40,13 @@ def _clients(test_db, count=2):
     for _ in range(count):
         engine = create_engine(test_db.url)
         application = app.create_app(fixtures.make_conf(), Database(engine))
-        clients.append(
-            httpx.Client(
-                transport=httpx.WSGITransport(app=application),
-                base_url="http://placement.test",
-                headers=HEADERS,
-            )
+        client = httpx.Client(
+            transport=httpx.WSGITransport(app=application),
+            base_url="http://placement.test",
+            headers=HEADERS,
         )
+        client.engine = engine  # disposed with the client, so the database can be dropped
+        clients.append(client)
     return clients
 
 
@@ -101,3 +101,6 @@ def test_one_winner_per_round_of_inventory_writers(backend):
 
     final = clients[1].get(f"/resource_providers/{rp_uuid}").json()
     assert final["generation"] == ROUNDS
+    for client in clients:
+        client.close()
+        client.engine.dispose()

@@ -74,3 +74,15 @@ def test_operator_urls_get_an_installed_driver(monkeypatch):
     assert normalize_url("sqlite:///x.db") == "sqlite:///x.db"
     installed.add("psycopg2")
     assert normalize_url("postgresql://u:p@h/db") == "postgresql://u:p@h/db"
+
+
+def test_a_value_the_database_refuses_is_a_400(tmp_path):
+    from sqlalchemy.exc import DataError
+
+    db = Database(create_engine(f"sqlite:///{tmp_path}/t.db"))
+
+    def refused(conn):
+        raise DataError("stmt", {}, ValueError("A string literal cannot contain NUL"))
+
+    with pytest.raises(errors.BadRequest):
+        db.read(refused)
