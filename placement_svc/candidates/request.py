@@ -7,6 +7,7 @@ here and broken rules raise errors.BadRequest naming the parameter.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 
 from placement_svc import errors, queryparams
@@ -81,13 +82,13 @@ def parse(params: dict[str, list[str]], version) -> Request:
         name, suffix = match.group(1), match.group(2) or ""
         group = request.groups.setdefault(suffix, RequestGroup(suffix=suffix))
         if name == "resources":
-            group.resources = queryparams.resources(values[-1], suffix)
+            group.resources = _last_of(values, queryparams.resources, suffix)
         elif name == "required":
             group.required = queryparams.required(values, version, suffix)
         elif name == "member_of":
             group.member_of = queryparams.member_of(values, version, suffix)
         else:
-            group.in_tree = queryparams.in_tree(values[-1], suffix)
+            group.in_tree = _last_of(values, queryparams.in_tree, suffix)
     if "" in request.groups:  # the unsuffixed group first, then in query order
         request.groups = {"": request.groups.pop(""), **request.groups}
     if version >= mv.SAME_SUBTREE:
@@ -105,9 +106,27 @@ def parse(params: dict[str, list[str]], version) -> Request:
     return request
 
 
+def _last_of(values: list[str], parse, suffix: str):
+    """A repeated single-valued parameter: the last one counts, as upstream,
+    but every one must parse (upstream reads each in turn)."""
+    parsed = [parse(value, suffix) for value in values]
+    return parsed[-1]
+
+
+_LIMIT = re.compile(schema.LIMIT["pattern"])
+
+
 def _parse_request_wide(params, request: Request) -> None:
     if "limit" in params:
-        request.limit = int(params["limit"][0])
+        # The schema checked the last value; upstream uses the first.
+        first = params["limit"][0]
+        if not _LIMIT.search(first):
+            raise _bad(
+                f"Invalid query string parameters: '{first}' does not match "
+                f"'{schema.LIMIT['pattern']}' (at 'limit')"
+            )
+        # No request can have more candidates than a list can hold.
+        request.limit = min(int(first), sys.maxsize)
     if "group_policy" in params:
         request.group_policy = params["group_policy"][0]
     if "root_required" in params:
@@ -121,11 +140,11 @@ def _parse_request_wide(params, request: Request) -> None:
             raise _bad(
                 "Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,"
                 "CUSTOM_MAGIC' is not supported in the 'root_required' query parameter. "
-                f"Got: {values[0]}",
-                errors.QUERYPARAM_BAD_VALUE,
+                f"Got: {values[0]}"
             )
         names = [n.strip() for n in values[0].split(",")]
-        forbidden = {n[1:] for n in names if n.startswith("!")}
+        # Upstream strips every leading '!': '!!FOO' forbids FOO.
+        forbidden = {n.lstrip("!") for n in names if n.startswith("!")}
         if not all(names) or not all(forbidden):
             raise _bad(
                 "Invalid query string parameters: Expected 'root_required' parameter value "
@@ -177,7 +196,11 @@ def _check_resourceless(request: Request) -> None:
 
 def _check_orphans(request: Request) -> None:
     """Before 1.36 every group needs resources."""
-    orphans = [f"required{s}" for s, g in request.groups.items() if g.required and not g.resources]
+    # As upstream, only required (not forbidden) traits make an orphan here;
+    # a group with forbidden traits alone falls to "must specify resources".
+    orphans = [
+        f"required{s}" for s, g in request.groups.items() if g.required.any_of and not g.resources
+    ]
     if orphans:
         raise _bad(
             "All traits parameters must be associated with resources.  Found the following "

@@ -46,6 +46,8 @@ def search(conn: Connection, request: Request) -> Found:
         for rc, amount in group.resources.items():
             smallest[rc] = min(amount, smallest.get(rc, amount))
     for rc, amount in smallest.items():
+        if amount > tables.MAX_INT:  # no inventory can hold it (max_unit is an INT)
+            continue
         for row in conn.execute(_room_query(rc_ids[rc], amount)):
             found.room[(row.resource_provider_id, rc)] = Room(
                 row.free, row.min_unit, row.max_unit, row.step_size
@@ -182,12 +184,17 @@ def _group_options(found: Found, group: RequestGroup, aggregates, request) -> di
         provider = found.providers[pid]
         if tree_root is not None and provider.root_id != tree_root:
             return False
-        mine = aggregates[pid]
-        if not group.same_provider:  # an aggregate on a root spans its tree
-            mine = mine | aggregates.get(provider.root_id, frozenset())
-        if any(not (mine & any_of) for any_of in group.member_of.any_of):
+        # For the unsuffixed group an aggregate on a root spans its tree: the
+        # provider itself or its root must meet every member_of. A sharing
+        # provider, and a granular group's provider, must meet them itself.
+        holders = [aggregates[pid]]
+        if not group.same_provider and pid not in found.sharing:
+            holders.append(aggregates.get(provider.root_id, frozenset()))
+        if group.member_of.any_of and not any(
+            all(mine & any_of for any_of in group.member_of.any_of) for mine in holders
+        ):
             return False
-        if mine & group.member_of.forbidden:
+        if any(mine & group.member_of.forbidden for mine in holders):
             return False
         traits = found.traits[pid]
         if traits & group.required.forbidden:

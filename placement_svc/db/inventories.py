@@ -18,7 +18,7 @@ INV = tables.inventories
 ALLOC = tables.allocations
 RC = tables.resource_classes
 
-MAX_INT = 2147483647
+MAX_INT = tables.MAX_INT
 FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
 DEFAULTS = {
     "reserved": 0,

@@ -14,7 +14,8 @@ TRAIT = tables.traits
 
 
 def _ids(conn: Connection, table, names: Iterable[str]) -> dict[str, int]:
-    wanted = set(names)
+    # A NUL byte cannot be in a stored name (PostgreSQL refuses it in queries).
+    wanted = {name for name in names if "\x00" not in name}
     if not wanted:
         return {}
     rows = conn.execute(sa.select(table.c.name, table.c.id).where(table.c.name.in_(wanted)))

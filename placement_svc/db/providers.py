@@ -340,6 +340,8 @@ def list_filtered(
                 {ids[n] for n in required.forbidden},
             )
         )
+    if resources and max(resources.values()) > tables.MAX_INT:
+        return []  # no inventory can hold more than an INT
     if resources:
         rc_ids = names.resource_class_ids(conn, resources)
         for rc_name, amount in resources.items():

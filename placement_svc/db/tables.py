@@ -38,6 +38,8 @@ def Name(length: int):  # noqa: N802 - reads like a column type
 
 
 MIN_CUSTOM_RESOURCE_CLASS_ID = 10000
+# The largest amount an inventory (an INTEGER column) can hold.
+MAX_INT = 2147483647
 
 
 def utcnow() -> datetime.datetime:

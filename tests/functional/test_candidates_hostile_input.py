@@ -1,0 +1,73 @@
+"""GET /allocation_candidates never answers 500 to hostile input, on every backend.
+
+These cases run on each backend because what goes wrong differs by database
+(PostgreSQL's 32-bit integers and its refusal of NUL bytes, SQLite's 64-bit
+binding limit). The expected answers are upstream's (on MySQL, its usual
+backend): an amount no inventory can ever serve is no candidate, not an error
+(max_unit is at most 2**31 - 1); a name with a NUL byte is a name that does
+not exist (400).
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from placement_svc import app
+from tests.functional import databases, fixtures
+
+HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
+CN = "cc000001-0000-0000-0000-000000000000"
+
+
+def _client(backend):
+    if backend not in databases.wanted_backends():
+        pytest.skip(f"{backend} not in PLACEMENT_TEST_BACKENDS")
+    try:
+        test_db = databases.get(backend)
+    except databases.Unavailable as exc:
+        if databases.in_ci():
+            raise
+        pytest.skip(str(exc))
+    test_db.reset()
+    client = httpx.Client(
+        transport=httpx.WSGITransport(app=app.create_app(fixtures.make_conf(), test_db.db)),
+        base_url="http://placement.test",
+        headers=HEADERS,
+    )
+    assert client.post("/resource_providers", json={"name": "cn", "uuid": CN}).status_code == 200
+    inventory = {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}}}
+    assert client.put(f"/resource_providers/{CN}/inventories", json=inventory).status_code == 200
+    return client
+
+
+AMOUNTS = {
+    "2**31": "2147483648",
+    "2**63 - 1": "9223372036854775807",
+    "10**23": "99999999999999999999999",
+}
+NAMES = {
+    "resource class": "resources=VCPU%00:1",
+    "required trait": "resources=VCPU:1&required=HW_CPU_X86_AVX2%00",
+    "root trait": "resources=VCPU:1&root_required=HW_CPU_X86_AVX2%00",
+    "granular trait": "resources_A=VCPU:1&required_A=%00",
+}
+CASES = [
+    pytest.param(backend, f"resources=VCPU:{amount}", 200, id=f"{backend}-amount {label}")
+    for backend in databases.ALL_BACKENDS
+    for label, amount in AMOUNTS.items()
+] + [
+    pytest.param(backend, qs, 400, id=f"{backend}-NUL in {label}")
+    for backend in databases.ALL_BACKENDS
+    for label, qs in NAMES.items()
+]
+
+
+@pytest.mark.parametrize(("backend", "qs", "status"), CASES)
+def test_hostile_values_never_give_a_500(backend, qs, status):
+    response = _client(backend).get(f"/allocation_candidates?{qs}")
+    assert response.status_code == status, response.text
+    if status == 200:
+        assert response.json() == {"allocation_requests": [], "provider_summaries": {}}
+    else:
+        assert "No such" in response.json()["errors"][0]["detail"]

@@ -1,0 +1,638 @@
+"""candidates.merge on hand-built search results (model.Found), no database.
+
+What is proven: group_policy isolate against none; amounts of several groups
+on one provider adding up within free room and max_unit; same_subtree; the
+pre-1.29 one-provider-per-tree rule; the unsuffixed group's collective traits;
+sharing providers serving every tree they share with, and candidates made of
+sharing providers alone coming back once; depth-first against breadth-first
+order; ``take`` honouring limit and max_allocation_candidates while pulling no
+more than it needs, and its random choice being a fair sample; the wide tree
+(8 children, 8 isolated groups) giving exactly 8! candidates and stopping early
+under a limit. A brute-force enumeration of the rules, run on a few hundred
+random small worlds, checks the whole answer against the walk's pruning.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import Counter
+from urllib.parse import parse_qsl
+
+from microversion_parse import Version
+
+from placement_svc.candidates import merge, request
+from placement_svc.candidates.model import Found, Provider, Room
+
+LATEST = Version(1, 39)
+
+
+def ask(qs: str, version=LATEST) -> request.Request:
+    params: dict[str, list[str]] = {}
+    for key, value in parse_qsl(qs, keep_blank_values=True):
+        params.setdefault(key, []).append(value)
+    return request.parse(params, version)
+
+
+class World:
+    """Providers by name, and the options a search would find for a request."""
+
+    def __init__(self):
+        self.found = Found()
+        self.ids: dict[str, int] = {}
+        self.names: dict[int, str] = {}
+
+    def provider(self, name, parent=None, room=None, traits=(), max_unit=None):
+        pid = len(self.ids) + 1
+        parent_id = self.ids[parent] if parent else None
+        root_id = self.found.providers[parent_id].root_id if parent else pid
+        self.ids[name], self.names[pid] = pid, name
+        self.found.providers[pid] = Provider(pid, f"uuid-{name}", parent_id, root_id)
+        self.found.traits[pid] = frozenset(traits)
+        for rc, free in (room or {}).items():
+            self.found.room[(pid, rc)] = Room(free, 1, max_unit or free, 1)
+        if parent is None:
+            self.found.roots.append(pid)
+        return pid
+
+    def sharing(self, name, room, shares_with):
+        pid = self.provider(name, room=room, traits=("MISC_SHARES_VIA_AGGREGATE",))
+        self.found.sharing.add(pid)
+        self.found.shares_with[pid] = {pid} | {self.ids[r] for r in shares_with}
+        return pid
+
+    def offer(self, req: request.Request) -> Found:
+        """The options search would give: room for the amount, and traits."""
+        found = self.found
+        found.options = {}
+        for suffix, group in req.groups.items():
+            forbidden = group.required.forbidden
+
+            def allowed(pid, group=group, forbidden=forbidden):
+                traits = found.traits[pid]
+                if traits & forbidden:
+                    return False
+                return not group.same_provider or all(traits & s for s in group.required.any_of)
+
+            def room_for(pid, rc, amount):
+                room = found.room.get((pid, rc))
+                return room is not None and room.fits(amount)
+
+            ordered = sorted(found.providers)
+            if group.same_provider:
+                found.options[suffix] = {
+                    None: [
+                        p
+                        for p in ordered
+                        if allowed(p)
+                        and all(room_for(p, rc, a) for rc, a in group.resources.items())
+                    ]
+                }
+            else:
+                found.options[suffix] = {
+                    rc: [p for p in ordered if allowed(p) and room_for(p, rc, a)]
+                    for rc, a in group.resources.items()
+                }
+        return found
+
+    def readable(self, candidate: merge.Candidate):
+        allocations = frozenset(
+            (self.names[pid], rc, amount)
+            for pid, resources in candidate.allocations.items()
+            for rc, amount in resources.items()
+        )
+        mappings = frozenset(
+            (suffix, frozenset(self.names[p] for p in pids))
+            for suffix, pids in candidate.mappings.items()
+        )
+        return allocations, mappings
+
+    def candidates(self, qs, version=LATEST, **kwargs):
+        req = ask(qs, version)
+        return [self.readable(c) for c in merge.generate(req, self.offer(req), **kwargs)]
+
+    def allocations(self, qs, version=LATEST, **kwargs):
+        """Each candidate's allocations only, as a multiset."""
+        return Counter(a for a, _m in self.candidates(qs, version, **kwargs))
+
+
+def alloc(*parts):
+    """alloc(("N0", "VCPU", 2), ...) as the readable allocations."""
+    return frozenset(parts)
+
+
+def numa_host(vcpu=4):
+    world = World()
+    world.provider("HOST")
+    world.provider("N0", "HOST", room={"VCPU": vcpu})
+    world.provider("N1", "HOST", room={"VCPU": vcpu})
+    return world
+
+
+# group_policy
+
+
+def test_isolate_keeps_granular_groups_apart_none_lets_them_share():
+    world = numa_host()
+    isolated = world.candidates("resources1=VCPU:1&resources2=VCPU:1&group_policy=isolate")
+    shared = world.candidates("resources1=VCPU:1&resources2=VCPU:1&group_policy=none")
+    apart = alloc(("N0", "VCPU", 1), ("N1", "VCPU", 1))
+    assert Counter(a for a, _ in isolated) == {apart: 2}  # groups swapped: two entries
+    assert Counter(a for a, _ in shared) == {
+        apart: 2,
+        alloc(("N0", "VCPU", 2)): 1,
+        alloc(("N1", "VCPU", 2)): 1,
+    }
+
+
+def test_isolate_does_not_isolate_the_unsuffixed_group():
+    world = numa_host()
+    found = world.candidates("resources=VCPU:1&resources1=VCPU:1&group_policy=isolate")
+    assert len(found) == 4  # unsuffixed anywhere, the one granular group anywhere
+    assert (
+        alloc(("N0", "VCPU", 2)),
+        frozenset({("", frozenset({"N0"})), ("1", frozenset({"N0"}))}),
+    ) in found
+
+
+def test_a_resourceless_group_counts_for_isolation():
+    world = numa_host()
+    world.found.traits[world.ids["HOST"]] = frozenset({"CUSTOM_HOST"})
+    world.found.traits[world.ids["N0"]] = frozenset({"CUSTOM_HOST"})
+    qs = "resources_A=VCPU:1&required_H=CUSTOM_HOST&same_subtree=_A,_H&group_policy="
+    isolated = {m for _a, m in world.candidates(qs + "isolate")}
+    shared = {m for _a, m in world.candidates(qs + "none")}
+    on = lambda a, h: frozenset({("_A", frozenset({a})), ("_H", frozenset({h}))})  # noqa: E731
+    assert isolated == {on("N0", "HOST"), on("N1", "HOST")}
+    assert shared == isolated | {on("N0", "N0")}
+
+
+# room
+
+
+def test_amounts_of_groups_on_one_provider_add_up_within_free_room():
+    world = numa_host(vcpu=3)
+    found = world.allocations("resources=VCPU:2&resources1=VCPU:2")
+    assert found == {alloc(("N0", "VCPU", 2), ("N1", "VCPU", 2)): 2}
+
+
+def test_amounts_add_up_within_max_unit_too():
+    world = World()
+    world.provider("CN", room={"VCPU": 8}, max_unit=3)
+    assert world.allocations("resources=VCPU:2&resources1=VCPU:1") == {alloc(("CN", "VCPU", 3)): 1}
+    assert world.allocations("resources=VCPU:2&resources1=VCPU:2") == {}
+
+
+def test_room_is_given_back_when_the_walk_backtracks():
+    world = numa_host(vcpu=2)
+    found = world.allocations(
+        "resources1=VCPU:2&resources2=VCPU:2&resources3=VCPU:1&group_policy=none"
+    )
+    assert found == {}
+    found = world.allocations(
+        "resources1=VCPU:1&resources2=VCPU:1&resources3=VCPU:1&group_policy=none"
+    )
+    assert sum(found.values()) == 6  # 2**3 placements less the two that put 3 on one node
+
+
+# same_subtree
+
+
+def fpga_host():
+    world = World()
+    world.provider("CN")
+    world.provider("NUMA0", "CN", room={"VCPU": 4}, traits={"HW_NUMA_ROOT"})
+    world.provider("NUMA1", "CN", room={"VCPU": 4}, traits={"HW_NUMA_ROOT"})
+    world.provider("F0_0", "NUMA0", room={"CUSTOM_FPGA": 1})
+    world.provider("F1_0", "NUMA1", room={"CUSTOM_FPGA": 1})
+    world.provider("F1_1", "NUMA1", room={"CUSTOM_FPGA": 1})
+    return world
+
+
+def test_same_subtree_needs_one_provider_to_be_the_ancestor_of_the_others():
+    world = fpga_host()
+    qs = "resources_C=VCPU:1&resources_A=CUSTOM_FPGA:1&group_policy=none&same_subtree=_C,_A"
+    assert world.allocations(qs) == {
+        alloc(("NUMA0", "VCPU", 1), ("F0_0", "CUSTOM_FPGA", 1)): 1,
+        alloc(("NUMA1", "VCPU", 1), ("F1_0", "CUSTOM_FPGA", 1)): 1,
+        alloc(("NUMA1", "VCPU", 1), ("F1_1", "CUSTOM_FPGA", 1)): 1,
+    }
+
+
+def test_siblings_are_not_a_subtree():
+    world = fpga_host()
+    qs = "resources_A=CUSTOM_FPGA:1&resources_B=CUSTOM_FPGA:1&group_policy=none&same_subtree=_A,_B"
+    assert world.candidates(qs) == []
+
+
+def test_a_grandparent_is_an_ancestor():
+    world = fpga_host()
+    world.found.traits[world.ids["CN"]] = frozenset({"CUSTOM_HOST"})
+    qs = "required_H=CUSTOM_HOST&resources_A=CUSTOM_FPGA:1&group_policy=none&same_subtree=_H,_A"
+    assert len(world.candidates(qs)) == 3
+
+
+# traits of the unsuffixed group
+
+
+def test_the_unsuffixed_groups_required_traits_are_met_together():
+    world = World()
+    world.provider("CN", room={"VCPU": 4}, traits={"CUSTOM_A"})
+    world.provider("NIC", "CN", room={"SRIOV_NET_VF": 4}, traits={"CUSTOM_B"})
+    assert len(world.candidates("resources=VCPU:1,SRIOV_NET_VF:1&required=CUSTOM_A,CUSTOM_B")) == 1
+    assert world.candidates("resources=VCPU:1&required=CUSTOM_A,CUSTOM_B") == []
+    assert len(world.candidates("resources=VCPU:1&required=in:CUSTOM_B,CUSTOM_A")) == 1
+
+
+# pre-1.29
+
+
+def test_before_1_29_a_candidate_takes_one_provider_per_tree():
+    world = World()
+    world.provider("CN", room={"VCPU": 4})
+    world.provider("PF", "CN", room={"SRIOV_NET_VF": 4})
+    world.sharing("SS", {"DISK_GB": 100}, ["CN"])
+    qs = "resources=VCPU:1,SRIOV_NET_VF:1"
+    assert world.candidates(qs, Version(1, 28)) == []
+    assert len(world.candidates(qs, Version(1, 29))) == 1
+    # a sharing provider is a tree of its own
+    assert world.allocations("resources=VCPU:1,DISK_GB:1", Version(1, 28)) == {
+        alloc(("CN", "VCPU", 1), ("SS", "DISK_GB", 1)): 1
+    }
+    # one provider serving two groups is still one provider
+    assert world.allocations("resources=VCPU:1&resources1=VCPU:1", Version(1, 28)) == {
+        alloc(("CN", "VCPU", 2)): 1
+    }
+
+
+# sharing providers
+
+
+def test_a_sharing_provider_serves_every_tree_it_shares_with():
+    world = numa_host()
+    world.provider("HOST2")
+    world.provider("M0", "HOST2", room={"VCPU": 4})
+    world.sharing("SS", {"DISK_GB": 100}, ["HOST", "HOST2"])
+    found = world.allocations("resources=DISK_GB:10&resources_C=VCPU:1")
+    assert found == {alloc(("SS", "DISK_GB", 10), (n, "VCPU", 1)): 1 for n in ("N0", "N1", "M0")}
+
+
+def test_candidates_of_sharing_providers_alone_come_back_once():
+    world = numa_host()
+    world.provider("HOST2")
+    world.sharing("SS", {"DISK_GB": 100}, ["HOST", "HOST2"])
+    assert world.allocations("resources=DISK_GB:10") == {alloc(("SS", "DISK_GB", 10)): 1}
+    world.sharing("SS2", {"DISK_GB": 100}, ["HOST"])
+    # the split pair comes once per mapping, not once per tree; the unsuffixed
+    # group is not isolated, so each may also serve both groups
+    assert world.allocations("resources=DISK_GB:10&resources1=DISK_GB:10&group_policy=isolate") == {
+        alloc(("SS", "DISK_GB", 10), ("SS2", "DISK_GB", 10)): 2,
+        alloc(("SS", "DISK_GB", 20)): 1,
+        alloc(("SS2", "DISK_GB", 20)): 1,
+    }
+
+
+def test_a_sharing_provider_does_not_serve_trees_it_does_not_share_with():
+    world = numa_host()
+    world.sharing("SS", {"DISK_GB": 100}, [])
+    assert world.candidates("resources=VCPU:1,DISK_GB:10") == []
+
+
+# order
+
+
+def three_hosts():
+    world = World()
+    for host in ("A", "B", "C"):
+        world.provider(host)
+        world.provider(f"{host}0", host, room={"VCPU": 1})
+        world.provider(f"{host}1", host, room={"VCPU": 1})
+    return world
+
+
+def hosts_in_order(world, strategy):
+    return [
+        next(iter(a))[0][0] for a, _m in world.candidates("resources=VCPU:1", strategy=strategy)
+    ]
+
+
+def test_depth_first_exhausts_one_tree_before_the_next():
+    assert hosts_in_order(three_hosts(), "depth-first") == list("AABBCC")
+
+
+def test_breadth_first_takes_from_each_tree_in_turn():
+    assert hosts_in_order(three_hosts(), "breadth-first") == list("ABCABC")
+
+
+def test_breadth_first_carries_on_with_the_trees_that_have_more():
+    world = three_hosts()
+    world.provider("A2", "A", room={"VCPU": 1})
+    assert hosts_in_order(world, "breadth-first") == list("ABCABCA")
+
+
+def test_a_shuffled_walk_gives_the_same_candidates():
+    world = three_hosts()
+    plain = Counter(world.candidates("resources=VCPU:1&resources1=VCPU:1&group_policy=none"))
+    for seed in range(5):
+        shuffled = Counter(
+            world.candidates(
+                "resources=VCPU:1&resources1=VCPU:1&group_policy=none",
+                shuffle=random.Random(seed),
+            )
+        )
+        assert shuffled == plain
+
+
+# take: limit, max_allocation_candidates, random sample
+
+
+class Pulled:
+    """An iterator that counts what was taken from it."""
+
+    def __init__(self, items):
+        self.items = iter(items)
+        self.count = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = next(self.items)
+        self.count += 1
+        return item
+
+
+def test_take_stops_pulling_at_the_limit():
+    stream = Pulled(range(100))
+    assert merge.take(stream, 5, None) == [0, 1, 2, 3, 4]
+    assert stream.count == 5
+
+
+def test_take_stops_pulling_at_the_cap():
+    stream = Pulled(range(100))
+    assert merge.take(stream, None, 7) == list(range(7))
+    assert stream.count == 7
+    assert merge.take(iter(range(100)), 10, 3) == [0, 1, 2]
+    assert merge.take(iter(range(5)), None, -1) == list(range(5))
+
+
+def test_a_random_take_samples_only_from_what_the_cap_lets_through():
+    for seed in range(20):
+        chosen = merge.take(iter(range(100)), 3, 10, random.Random(seed))
+        assert len(chosen) == 3 and len(set(chosen)) == 3 and set(chosen) <= set(range(10))
+
+
+def test_a_random_take_without_limit_is_everything_shuffled():
+    chosen = merge.take(iter(range(50)), None, None, random.Random(1))
+    assert sorted(chosen) == list(range(50)) and chosen != list(range(50))
+
+
+def test_a_random_take_with_a_limit_above_the_count_is_everything():
+    assert sorted(merge.take(iter(range(4)), 10, None, random.Random(1))) == [0, 1, 2, 3]
+
+
+def test_a_random_take_is_a_fair_sample():
+    master = random.Random(20240601)
+    draws, population, limit = 3000, 20, 5
+    seen = Counter()
+    for _ in range(draws):
+        chosen = merge.take(iter(range(population)), limit, None, random.Random(master.random()))
+        assert len(set(chosen)) == limit
+        seen.update(chosen)
+    expected = draws * limit / population  # 750 each
+    assert set(seen) == set(range(population))
+    assert all(0.8 * expected <= n <= 1.2 * expected for n in seen.values()), seen
+    # and the order within a sample is not the stream's order
+    firsts = Counter(
+        merge.take(iter(range(population)), limit, None, random.Random(master.random()))[0]
+        for _ in range(500)
+    )
+    assert len(firsts) > limit
+
+
+# the wide tree
+
+
+def wide_tree(children=8):
+    world = World()
+    world.provider("ROOT")
+    for i in range(children):
+        world.provider(f"C{i}", "ROOT", room={"VCPU": children})
+    return world
+
+
+def wide_request(groups=8):
+    qs = "&".join(f"resources{i}=VCPU:1" for i in range(1, groups + 1))
+    return ask(qs + "&group_policy=isolate")
+
+
+class CountingRoom(dict):
+    lookups = 0
+
+    def __getitem__(self, key):
+        CountingRoom.lookups += 1
+        return super().__getitem__(key)
+
+
+def test_eight_isolated_groups_on_eight_children_are_eight_factorial():
+    world = wide_tree()
+    req = wide_request()
+    found = list(merge.generate(req, world.offer(req)))
+    assert len(found) == 40320
+    assert len({c.key() for c in found}) == 40320
+    assert all(len(c.allocations) == 8 for c in found)
+
+
+def test_the_wide_tree_stops_early_under_a_limit():
+    world = wide_tree()
+    req = wide_request()
+    found = world.offer(req)
+    found.room = CountingRoom(found.room)
+    CountingRoom.lookups = 0
+    stream = Pulled(merge.generate(req, found))
+    chosen = merge.take(stream, 10, None)
+    assert len(chosen) == 10 and stream.count == 10
+    # The whole walk places a provider on a slot sum(8!/(8-k)!, k=1..8) = 109600
+    # times, each after looking at its room; ten candidates need a sliver of that.
+    assert CountingRoom.lookups < 1000
+
+
+def test_the_wide_tree_stops_at_max_allocation_candidates():
+    world = wide_tree()
+    req = wide_request()
+    stream = Pulled(merge.generate(req, world.offer(req)))
+    assert len(merge.take(stream, None, 1000)) == 1000
+    assert stream.count == 1000
+
+
+# Brute force: every rule applied to every assignment, against the walk.
+
+
+def brute_force(req: request.Request, found: Found):
+    """The candidates by the rules alone: each tree, every assignment of providers
+    to the unsuffixed group's classes and to the granular groups, kept if within
+    room and max_unit, isolated when asked, one provider per tree before 1.29,
+    the unsuffixed group's traits met together, and same_subtree. Deduplicated
+    on allocations and mappings, as upstream."""
+    keys = set()
+    for root in found.roots:
+
+        def reach(pid, root=root):
+            return found.providers[pid].root_id == root or (
+                pid in found.sharing and root in found.shares_with.get(pid, ())
+            )
+
+        slots = []
+        for suffix, group in req.groups.items():
+            if group.same_provider:
+                slots.append((suffix, group, dict(group.resources), found.options[suffix][None]))
+            else:
+                for rc, amount in group.resources.items():
+                    slots.append((suffix, group, {rc: amount}, found.options[suffix][rc]))
+        choices = [[p for p in options if reach(p)] for *_rest, options in slots]
+        for picked in itertools.product(*choices):
+            used: Counter = Counter()
+            for (_s, _g, resources, _o), pid in zip(slots, picked):
+                for rc, amount in resources.items():
+                    used[(pid, rc)] += amount
+            if any(
+                n > found.room[key].free or n > found.room[key].max_unit for key, n in used.items()
+            ):
+                continue
+            granular = [pid for (_s, g, _r, _o), pid in zip(slots, picked) if g.same_provider]
+            if req.isolate and len(set(granular)) != len(granular):
+                continue
+            holders = {pid for pid, _rc in used}
+            if not req.nested and len({found.providers[p].root_id for p in holders}) != len(
+                holders
+            ):
+                continue
+            unsuffixed = [pid for (s, *_r), pid in zip(slots, picked) if s == ""]
+            if unsuffixed:
+                traits = frozenset().union(*(found.traits[p] for p in unsuffixed))
+                if any(not (traits & s) for s in req.groups[""].required.any_of):
+                    continue
+            if not all(
+                one_holds_the_rest(
+                    found, {pid for (s, *_r), pid in zip(slots, picked) if s in suffixes}
+                )
+                for suffixes in req.same_subtrees
+            ):
+                continue
+            allocations: dict = {}
+            mappings: dict = {}
+            for (suffix, _g, resources, _o), pid in zip(slots, picked):
+                for rc, amount in resources.items():
+                    allocations.setdefault(pid, Counter())[rc] += amount
+                mappings.setdefault(suffix, set()).add(pid)
+            keys.add(
+                (
+                    frozenset((p, frozenset(r.items())) for p, r in allocations.items()),
+                    frozenset((s, frozenset(p)) for s, p in mappings.items()),
+                )
+            )
+    return keys
+
+
+def one_holds_the_rest(found: Found, members: set[int]) -> bool:
+    """Some member has every other member in its subtree (is it or an ancestor)."""
+
+    def line(pid):
+        while pid is not None:
+            yield pid
+            pid = found.providers[pid].parent_id
+
+    return any(all(top in set(line(m)) for m in members) for top in members)
+
+
+def normalised(candidate: merge.Candidate):
+    return (
+        frozenset((p, frozenset(r.items())) for p, r in candidate.allocations.items()),
+        frozenset((s, frozenset(p)) for s, p in candidate.mappings.items()),
+    )
+
+
+def random_world(rng: random.Random) -> World:
+    world = World()
+    classes = ("VCPU", "DISK_GB")
+    traits = ("CUSTOM_A", "CUSTOM_B")
+    for t in range(rng.randint(1, 3)):
+        names = [f"T{t}"]
+        world.provider(
+            names[0], room=random_room(rng, classes), traits=rng.sample(traits, rng.randint(0, 1))
+        )
+        for c in range(rng.randint(0, 3)):
+            name = f"T{t}C{c}"
+            world.provider(
+                name,
+                rng.choice(names),
+                room=random_room(rng, classes),
+                traits=rng.sample(traits, rng.randint(0, 2)),
+                max_unit=rng.choice([None, 2]),
+            )
+            names.append(name)
+    roots = [world.names[r] for r in world.found.roots]
+    for s in range(rng.randint(0, 2)):
+        world.sharing(
+            f"S{s}", {"DISK_GB": rng.randint(1, 4)}, rng.sample(roots, rng.randint(0, len(roots)))
+        )
+    return world
+
+
+def random_room(rng, classes):
+    return {rc: rng.randint(1, 4) for rc in classes if rng.random() < 0.6}
+
+
+def random_query(rng: random.Random) -> str:
+    parts = []
+    nested = rng.random() < 0.8
+    if rng.random() < 0.7:
+        classes = rng.sample(["VCPU", "DISK_GB"], rng.randint(1, 2))
+        parts.append("resources=" + ",".join(f"{rc}:{rng.randint(1, 2)}" for rc in classes))
+        if rng.random() < 0.3:
+            parts.append(
+                "required="
+                + rng.choice(["CUSTOM_A", "CUSTOM_A,CUSTOM_B", "!CUSTOM_B", "in:CUSTOM_A,CUSTOM_B"])
+            )
+    suffixes = []
+    for i in range(rng.randint(0 if parts else 1, 3)):
+        suffix = f"_G{i}"
+        resourceless = nested and suffixes and rng.random() < 0.25
+        if not resourceless:
+            parts.append(f"resources{suffix}={rng.choice(['VCPU', 'DISK_GB'])}:{rng.randint(1, 2)}")
+        if resourceless or rng.random() < 0.3:
+            parts.append(
+                f"required{suffix}=" + rng.choice(["CUSTOM_A", "!CUSTOM_A", "in:CUSTOM_A,CUSTOM_B"])
+            )
+        suffixes.append((suffix, resourceless))
+    resourceless = [s for s, r in suffixes if r]
+    if nested and (resourceless or (len(suffixes) > 1 and rng.random() < 0.4)):
+        members = (
+            {s for s, _r in rng.sample(suffixes, 2)} | set(resourceless)
+            if len(suffixes) > 1
+            else set()
+        )
+        if members:
+            parts.append("same_subtree=" + ",".join(sorted(members)))
+    parts.append("group_policy=" + rng.choice(["none", "isolate"]))
+    return "&".join(parts), Version(1, 39) if nested else Version(1, 28)
+
+
+def test_the_walk_finds_exactly_what_brute_force_finds():
+    rng = random.Random(1729)
+    compared = nonempty = 0
+    for _ in range(400):
+        world = random_world(rng)
+        qs, version = random_query(rng)
+        try:
+            req = ask(qs, version)
+        except Exception:  # a combination parse refuses (e.g. a lone resourceless group)
+            continue
+        found = world.offer(req)
+        for strategy in ("depth-first", "breadth-first"):
+            walked = Counter(normalised(c) for c in merge.generate(req, found, strategy))
+            expected = brute_force(req, found)
+            assert walked == Counter(expected), (qs, version, world.found)
+        compared += 1
+        nonempty += bool(expected)
+    assert compared > 300 and nonempty > 100
