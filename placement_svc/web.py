@@ -81,6 +81,12 @@ def url(req: falcon.Request, path: str) -> str:
     return f"{req.root_path}{path}"
 
 
+def location(req: falcon.Request, path: str) -> str:
+    """A Location header: absolute (scheme, host and mount prefix), as upstream's
+    webob makes every Location; links in bodies stay relative (see ``url``)."""
+    return f"{req.prefix}{path}"
+
+
 def cache_headers(req: falcon.Request, resp: falcon.Response, last_modified=None) -> None:
     """From 1.15: last-modified (the newest change, or now) and no-cache."""
     if version(req) < mv.CACHE_HEADERS:

@@ -145,7 +145,7 @@ class Inventories:
         generation, inv = self.db.write(write)
         resp.set_header(
             "Location",
-            f"{req.prefix}/resource_providers/{uuid}/inventories/{inv.resource_class}",
+            web.location(req, f"/resource_providers/{uuid}/inventories/{inv.resource_class}"),
         )
         self._send_one(req, resp, generation, inv, status=201)
 

@@ -17,11 +17,6 @@ def _link(req, name: str) -> str:
     return web.url(req, f"/resource_classes/{name}")
 
 
-def _location(req, name: str) -> str:
-    """Absolute, as upstream's webob makes every Location header."""
-    return req.prefix + f"/resource_classes/{name}"
-
-
 def _body(req, rc) -> dict:
     return {"name": rc.name, "links": [{"rel": "self", "href": _link(req, rc.name)}]}
 
@@ -65,7 +60,7 @@ class ResourceClasses:
         except store.IdsExhausted:
             raise _retries_exceeded(name) from None
         web.no_content(resp, 201)
-        resp.set_header("Location", _location(req, name))
+        resp.set_header("Location", web.location(req, f"/resource_classes/{name}"))
 
     def show(self, req, resp, name):
         _require_version_and_name(req, name)
@@ -110,7 +105,7 @@ class ResourceClasses:
         except store.IdsExhausted:
             raise _retries_exceeded(name) from None
         web.no_content(resp, 201 if created else 204)
-        resp.set_header("Location", _location(req, name))
+        resp.set_header("Location", web.location(req, f"/resource_classes/{name}"))
 
     def delete(self, req, resp, name):
         _require_version_and_name(req, name)

@@ -10,11 +10,6 @@ from placement_svc.db import providers as store
 from placement_svc.schemas import resource_provider as schema
 
 
-def location(req, provider) -> str:
-    """Absolute, as upstream's webob makes every Location header (links stay relative)."""
-    return f"{req.prefix}/resource_providers/{provider.uuid}"
-
-
 def links(req, provider) -> list[dict]:
     base = web.url(req, f"/resource_providers/{provider.uuid}")
     rels = ["inventories", "usages"]
@@ -76,7 +71,7 @@ class ResourceProviders:
         # as written (a dashless parent is unknown there too).
         parent = data.get("parent_provider_uuid")
         provider = self.db.write(lambda conn: store.create(conn, data["name"], uuid, parent))
-        resp.set_header("Location", location(req, provider))
+        resp.set_header("Location", web.location(req, f"/resource_providers/{provider.uuid}"))
         if version >= mv.PROVIDER_POST_RETURNS_BODY:
             web.render(resp, represent(req, provider))
             web.cache_headers(req, resp, provider.modified)

@@ -40,11 +40,6 @@ def _filters(params: dict[str, list[str]]) -> dict:
     return filters
 
 
-def _location(req, name: str) -> str:
-    """Absolute, as upstream's webob makes every Location header."""
-    return req.prefix + f"/traits/{name}"
-
-
 def _require_version_and_name(req, name: str) -> None:
     """1.6+, and a name: ``/traits/`` is no URL upstream serves."""
     web.require_version(req, mv.TRAITS)
@@ -78,7 +73,7 @@ class Traits:
             raise errors.BadRequest(_INVALID_TRAIT) from None
         trait, created = self.db.write(lambda conn: store.ensure(conn, name))
         web.no_content(resp, 201 if created else 204)
-        resp.set_header("Location", _location(req, name))
+        resp.set_header("Location", web.location(req, f"/traits/{name}"))
         web.cache_headers(req, resp, trait.modified)
 
     def delete(self, req, resp, name):
