@@ -50,7 +50,9 @@ def read_json(req: falcon.Request, schema: dict | None = None):
         raise errors.PayloadTooLarge(f"Request body is larger than {MAX_BODY_BYTES} bytes.")
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        # A lone surrogate (\ud800) parses but can be stored nowhere.
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (ValueError, UnicodeError) as exc:
         raise errors.BadRequest(f"Malformed JSON: {exc}") from None
     if schema is not None:
         validate(data, schema)

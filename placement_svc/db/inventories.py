@@ -116,8 +116,9 @@ def replace(
     busy = [rc_id for rc_id in removed if used.get(rc_id)]
     if busy:
         class_names = names.resource_class_names(conn, busy)
+        listed = ", ".join(class_names[rc_id] for rc_id in sorted(busy))  # by id, as upstream
         raise errors.Conflict(
-            f"update conflict: Inventory for '{', '.join(sorted(class_names.values()))}' on "
+            f"update conflict: Inventory for '{listed}' on "
             f"resource provider '{provider.uuid}' in use.",
             code=errors.INVENTORY_INUSE,
         )

@@ -72,6 +72,8 @@ def _record(row) -> Provider:
 
 
 def find(conn: Connection, uuid: str) -> Provider | None:
+    if "\x00" in uuid:  # no provider has one, and PostgreSQL refuses the query
+        return None
     row = conn.execute(_select().where(RP.c.uuid == uuid)).first()
     return _record(row) if row else None
 

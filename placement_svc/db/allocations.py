@@ -1,0 +1,319 @@
+"""Allocations: reading them by consumer or provider, and replacing them.
+
+A write names, for each consumer it concerns, the complete set of
+allocations the consumer is to hold (an empty set removes them all). It runs
+inside the caller's one transaction:
+
+1. the consumers are found or created (with their projects, users and
+   types), their generations checked when the request carries them;
+2. every provider named must exist;
+3. ``replace``: the generation of every provider the write touches is bumped
+   with a conditional UPDATE before anything else, so a concurrent writer on
+   the same provider either waits for us and then fails its bump, or made
+   its change before we read and we fail ours (``providers.ConcurrentUpdate``,
+   which the caller answers by re-running the whole transaction); then the
+   consumers' old allocations go, the capacity rules are checked against
+   usage without them, the new rows are inserted, the consumers' generations
+   are bumped and consumers left with nothing are removed.
+
+The providers a write touches are those its new allocations name, plus
+those holding the current allocations of a consumer given none; a provider
+a consumer merely moves away from is not bumped (only usage increases need
+guarding), nor is any by DELETE /allocations/{consumer}: upstream's
+generations move exactly so, and clients see them.
+
+Bumping first also keeps MySQL/MariaDB from deadlocking: inserting an
+allocation takes a shared lock on its provider row (the foreign key), which
+two writers could otherwise both hold while each waits to update the row.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from placement_svc import errors
+from placement_svc.db import capacity, consumers, names, providers, tables
+from placement_svc.db.consumers import Consumer, Owner
+from placement_svc.db.providers import Provider
+
+ALLOC = tables.allocations
+RP = tables.resource_providers
+RC = tables.resource_classes
+
+PROVIDER_CHANGED = (
+    "Another thread concurrently updated the resource provider data. Please retry your update"
+)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    provider_uuid: str
+    provider_generation: int
+    consumer_uuid: str
+    consumer_generation: int
+    resource_class: str
+    used: int
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+
+    @property
+    def modified(self):
+        return self.updated_at or self.created_at
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """The complete allocations a request gives one consumer, with its owner."""
+
+    consumer_uuid: str
+    resources: dict[str, dict[str, int]]  # provider uuid -> class -> amount; {} removes
+    project_id: str | None = None  # None: the configured incomplete consumer ids
+    user_id: str | None = None
+    generation: int | None = None  # checked only when check_generation is asked for
+    consumer_type: str | None = None  # None: leave the consumer's type alone
+
+
+class UnknownResourceClass(errors.BadRequest):
+    pass
+
+
+class ProviderNotFound(errors.BadRequest):
+    pass
+
+
+def _select():
+    return (
+        sa.select(
+            ALLOC.c.used,
+            ALLOC.c.consumer_id,
+            ALLOC.c.created_at,
+            ALLOC.c.updated_at,
+            RP.c.uuid.label("provider_uuid"),
+            RP.c.generation.label("provider_generation"),
+            RC.c.name.label("resource_class"),
+            consumers.CONSUMER.c.generation.label("consumer_generation"),
+        )
+        .select_from(
+            ALLOC.join(RP, RP.c.id == ALLOC.c.resource_provider_id)
+            .join(RC, RC.c.id == ALLOC.c.resource_class_id)
+            .join(consumers.CONSUMER, consumers.CONSUMER.c.uuid == ALLOC.c.consumer_id)
+        )
+        .order_by(ALLOC.c.id)
+    )
+
+
+def _record(row) -> Allocation:
+    return Allocation(
+        provider_uuid=row.provider_uuid,
+        provider_generation=row.provider_generation,
+        consumer_uuid=row.consumer_id,
+        consumer_generation=row.consumer_generation,
+        resource_class=row.resource_class,
+        used=row.used,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _nameable(text: str) -> bool:
+    """False for text no row can hold (PostgreSQL refuses NUL even in a query)."""
+    return "\x00" not in text
+
+
+def for_consumer(conn: Connection, consumer_uuid: str) -> tuple[Consumer | None, list[Allocation]]:
+    if not _nameable(consumer_uuid):
+        return None, []
+    found = [
+        _record(row) for row in conn.execute(_select().where(ALLOC.c.consumer_id == consumer_uuid))
+    ]
+    consumer = consumers.find(conn, consumer_uuid) if found else None
+    return consumer, found
+
+
+def for_provider(conn: Connection, provider_id: int) -> list[Allocation]:
+    rows = conn.execute(_select().where(ALLOC.c.resource_provider_id == provider_id))
+    return [_record(row) for row in rows]
+
+
+def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
+    """DELETE /allocations/{consumer}: no generations involved, as upstream."""
+    if not _nameable(consumer_uuid):
+        return False
+    result = conn.execute(sa.delete(ALLOC).where(ALLOC.c.consumer_id == consumer_uuid))
+    consumers.delete_unused(conn, [consumer_uuid])
+    return result.rowcount > 0
+
+
+def ensure_consumers(
+    conn: Connection,
+    wanted: list[Wanted],
+    check_generation: bool,
+    incomplete: tuple[str, str],
+) -> dict[str, tuple[Consumer, Owner]]:
+    """Find or create each consumer, in request order, checking generations.
+
+    With ``check_generation`` (1.28+) a consumer that exists must be at the
+    generation given, and one that does not must be given null.
+    """
+    existing = consumers.find_many(conn, (w.consumer_uuid for w in wanted))
+    pks: dict[tuple, int] = {}
+
+    def pk(kind, ensure, value):
+        if (kind, value) not in pks:
+            pks[(kind, value)] = ensure(conn, value)
+        return pks[(kind, value)]
+
+    found = {}
+    for item in wanted:
+        project_id, user_id = (
+            (item.project_id, item.user_id) if item.project_id is not None else incomplete
+        )
+        owner = Owner(
+            project_pk=pk("project", consumers.ensure_project, project_id),
+            user_pk=pk("user", consumers.ensure_user, user_id),
+            consumer_type_id=(
+                pk("type", consumers.ensure_type, item.consumer_type)
+                if item.consumer_type is not None
+                else None
+            ),
+        )
+        consumer = existing.get(item.consumer_uuid)
+        if consumer is not None:
+            if check_generation and consumer.generation != item.generation:
+                raise consumers.generation_conflict(consumer.generation, item.generation)
+        else:
+            if check_generation and item.generation is not None:
+                raise consumers.generation_conflict("null", item.generation)
+            consumer, created = consumers.create(conn, item.consumer_uuid, owner)
+            if check_generation and not created:
+                raise consumers.ConsumerChanged()  # made by a racing writer meanwhile
+        found[item.consumer_uuid] = (consumer, owner)
+    return found
+
+
+def resolve_providers(conn: Connection, wanted: list[Wanted]) -> dict[str, Provider]:
+    """Every provider the allocations name, in one query; 400 for the first missing."""
+    uuids = list(dict.fromkeys(rp for item in wanted for rp in item.resources))
+    if not uuids:
+        return {}
+    found = {p.uuid: p for p in providers.query(conn, RP.c.uuid.in_(uuids), order=False)}
+    for uuid in uuids:
+        if uuid not in found:
+            raise ProviderNotFound(
+                f"Allocation for resource provider '{uuid}' that does not exist."
+            )
+    return found
+
+
+def write(
+    conn: Connection,
+    wanted: list[Wanted],
+    check_generation: bool,
+    incomplete: tuple[str, str],
+) -> None:
+    """PUT and POST /allocations: the whole write, in the caller's transaction."""
+    ensured = ensure_consumers(conn, wanted, check_generation, incomplete)
+    known = resolve_providers(conn, wanted)
+    replace(conn, wanted, ensured, known)
+
+
+def replace(
+    conn: Connection,
+    wanted: list[Wanted],
+    ensured: dict[str, tuple[Consumer, Owner]],
+    known: dict[str, Provider],
+) -> None:
+    """Replace the consumers' allocations; ``known`` holds the providers as last seen."""
+    for consumer, owner in ensured.values():
+        consumers.set_owner(conn, consumer, owner)
+    claims = _claims(conn, wanted, known)
+    rc_ids = names.resource_class_ids(conn, (c.resource_class for c in claims))
+    for claim in claims:
+        if claim.resource_class not in rc_ids:
+            raise UnknownResourceClass(f"No such resource class {claim.resource_class}.")
+    touched = list({c.provider.id: c.provider for c in claims}.values())
+    bump_providers(conn, touched)
+    before = capacity.usage(conn, (p.id for p in touched), rc_ids.values()) if claims else {}
+    consumer_uuids = [item.consumer_uuid for item in wanted]
+    if consumer_uuids:
+        conn.execute(sa.delete(ALLOC).where(ALLOC.c.consumer_id.in_(consumer_uuids)))
+    capacity.check(conn, claims, rc_ids, before)
+    rows = [
+        {
+            "resource_provider_id": c.provider.id,
+            "resource_class_id": rc_ids[c.resource_class],
+            "consumer_id": c.consumer_uuid,
+            "used": c.amount,
+        }
+        for c in claims
+        if c.amount > 0
+    ]
+    if rows:
+        conn.execute(sa.insert(ALLOC), rows)
+    consumers.bump_generations(conn, (consumer for consumer, _owner in ensured.values()))
+    consumers.delete_unused(conn, consumer_uuids)
+
+
+def _claims(
+    conn: Connection, wanted: list[Wanted], known: dict[str, Provider]
+) -> list[capacity.Claim]:
+    """The amounts to check and write, in request order.
+
+    A consumer given no allocations contributes its current ones at amount
+    0: they are removed, and their providers count as touched.
+    """
+    emptied = [item.consumer_uuid for item in wanted if not item.resources]
+    current = _current(conn, emptied, known)
+    claims = []
+    for item in wanted:
+        if item.resources:
+            for rp_uuid, resources in item.resources.items():
+                for name, amount in resources.items():
+                    claims.append(
+                        capacity.Claim(item.consumer_uuid, known[rp_uuid], name, int(amount))
+                    )
+        else:
+            claims.extend(
+                capacity.Claim(item.consumer_uuid, provider, name, 0)
+                for consumer_uuid, provider, name in current
+                if consumer_uuid == item.consumer_uuid
+            )
+    return claims
+
+
+def _current(conn: Connection, consumer_uuids: list[str], known: dict[str, Provider]):
+    """(consumer, provider, class) of the consumers' existing allocations."""
+    if not consumer_uuids:
+        return []
+    rows = conn.execute(
+        sa.select(ALLOC.c.consumer_id, RP.c.uuid.label("provider_uuid"), RC.c.name)
+        .select_from(
+            ALLOC.join(RP, RP.c.id == ALLOC.c.resource_provider_id).join(
+                RC, RC.c.id == ALLOC.c.resource_class_id
+            )
+        )
+        .where(ALLOC.c.consumer_id.in_(consumer_uuids))
+        .order_by(ALLOC.c.id)
+    ).all()
+    unseen = {row.provider_uuid for row in rows} - set(known)
+    if unseen:
+        known = {**known, **{p.uuid: p for p in providers.query(conn, RP.c.uuid.in_(unseen))}}
+    return [(row.consumer_id, known[row.provider_uuid], row.name) for row in rows]
+
+
+def bump_providers(conn: Connection, touched: list[Provider]) -> None:
+    """One conditional UPDATE for all: each provider's generation must still be as seen."""
+    seen = {p.id: p.generation for p in touched}
+    if not seen:
+        return
+    result = conn.execute(
+        sa.update(RP)
+        .where(RP.c.id.in_(seen), RP.c.generation == sa.case(seen, value=RP.c.id))
+        .values(generation=RP.c.generation + 1, updated_at=tables.utcnow())
+    )
+    if result.rowcount != len(seen):
+        raise providers.ConcurrentUpdate(touched[0].uuid, PROVIDER_CHANGED)

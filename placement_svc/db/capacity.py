@@ -1,0 +1,123 @@
+"""The capacity rules every allocation write is checked against.
+
+Per provider and class: the inventory must exist; each amount must respect
+min_unit, max_unit and step_size; and the provider's usage after the write
+must fit (total - reserved) * allocation_ratio, unless the provider was
+already over capacity and the write leaves it no worse (upstream lets such a
+write through, so that shrinking an inventory never traps its consumers).
+The figures come from one statement for all touched providers and classes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from placement_svc import errors
+from placement_svc.db import tables
+from placement_svc.db.providers import Provider
+
+INV = tables.inventories
+ALLOC = tables.allocations
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An amount of a class a consumer is to hold on a provider (0: to remove)."""
+
+    consumer_uuid: str
+    provider: Provider
+    resource_class: str
+    amount: int
+
+
+class InvalidAllocation(errors.Conflict):
+    """The allocation does not fit the provider's inventory (409)."""
+
+
+def _no_inventory(resource_class: str, provider: str) -> InvalidAllocation:
+    return InvalidAllocation(
+        f"Inventory for '{resource_class}' on resource provider '{provider}' invalid."
+    )
+
+
+def usage(conn: Connection, provider_ids: Iterable[int], rc_ids: Iterable[int]) -> dict:
+    """{(provider id, class id): used} for the given providers and classes."""
+    rows = conn.execute(
+        sa.select(
+            ALLOC.c.resource_provider_id,
+            ALLOC.c.resource_class_id,
+            sa.func.sum(ALLOC.c.used).label("used"),
+        )
+        .where(
+            ALLOC.c.resource_provider_id.in_(set(provider_ids)),
+            ALLOC.c.resource_class_id.in_(set(rc_ids)),
+        )
+        .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+    )
+    return {(row.resource_provider_id, row.resource_class_id): int(row.used) for row in rows}
+
+
+def _inventories(conn: Connection, provider_ids: set[int], rc_ids: set[int]) -> dict:
+    rows = conn.execute(
+        sa.select(INV).where(
+            INV.c.resource_provider_id.in_(provider_ids), INV.c.resource_class_id.in_(rc_ids)
+        )
+    )
+    return {(row.resource_provider_id, row.resource_class_id): row for row in rows}
+
+
+def check(conn: Connection, claims: list[Claim], rc_ids: dict[str, int], before: dict) -> None:
+    """Raise InvalidAllocation for the first claim (in request order) that does not fit.
+
+    ``before`` is the usage as it was before the consumers' old allocations
+    were removed; the usage read here is without them.
+    """
+    provider_ids = {c.provider.id for c in claims}
+    class_ids = {rc_ids[c.resource_class] for c in claims}
+    if not claims:
+        return
+    inventories = _inventories(conn, provider_ids, class_ids)
+    used_now = usage(conn, provider_ids, class_ids)
+
+    with_inventory = {provider_id for provider_id, _rc in inventories}
+    missing = list(
+        dict.fromkeys(c.provider.uuid for c in claims if c.provider.id not in with_inventory)
+    )
+    if missing:
+        names = ", ".join(dict.fromkeys(c.resource_class for c in claims))
+        raise _no_inventory(names, ", ".join(missing))
+
+    wanted: dict = defaultdict(int)
+    for claim in claims:
+        provider, name = claim.provider, claim.resource_class
+        key = (provider.id, rc_ids[name])
+        wanted[key] += claim.amount
+        if claim.amount == 0:
+            continue
+        inv = inventories.get(key)
+        if inv is None:
+            raise _no_inventory(name, provider.uuid)
+        if (
+            claim.amount < inv.min_unit
+            or claim.amount > inv.max_unit
+            or claim.amount % inv.step_size != 0
+        ):
+            raise InvalidAllocation(
+                f"Unable to create allocation for '{name}' on resource provider "
+                f"'{provider.uuid}'. The requested amount would violate inventory constraints."
+            )
+        used = used_now.get(key, 0)
+        capacity = (inv.total - inv.reserved) * inv.allocation_ratio
+        if capacity < used + claim.amount or capacity < used + wanted[key]:
+            previous = before.get(key)
+            if previous is not None and used + wanted[key] <= previous:
+                continue  # over capacity already, and no worse than before
+            raise InvalidAllocation(
+                f"Unable to create allocation for '{name}' on resource provider "
+                f"'{provider.uuid}'. The requested amount would exceed the capacity."
+            )

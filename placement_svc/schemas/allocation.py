@@ -1,0 +1,175 @@
+"""Schemas for PUT /allocations/{consumer_uuid} and POST /allocations.
+
+Each microversion's body is written out whole below, from the named parts
+that follow. The body of PUT changed at 1.8 (project and user required),
+1.12 (allocations keyed by provider), 1.28 (consumer generation; empty
+allocations delete), 1.34 (mappings, accepted and ignored) and 1.38
+(consumer type). POST /allocations (from 1.13) takes one PUT-like body per
+consumer, keyed by consumer uuid, where allocations may always be empty.
+"""
+
+from placement_svc.schemas.common import UUID
+
+UUID_KEY = "^[0-9a-fA-F-]{36}$"
+RESOURCE_CLASS_KEY = "^[A-Z0-9_]+$"
+# A request group suffix (1.33); unanchored, as upstream matches it.
+GROUP_SUFFIX = "[a-zA-Z0-9_-]{1,64}"
+
+# The part shared by every form: amounts per resource class, at least one.
+RESOURCES = {
+    "type": "object",
+    "minProperties": 1,
+    "patternProperties": {RESOURCE_CLASS_KEY: {"type": "integer", "minimum": 1}},
+    "additionalProperties": False,
+}
+
+# Any text a database can store: no NUL (PostgreSQL refuses it) and no lone
+# UTF-16 surrogate (JSON can spell one, UTF-8 cannot); either would otherwise
+# fail in the database driver, a 500.
+OWNER_ID = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 255,
+    "pattern": r"^[^\x00\ud800-\udfff]*$",
+}
+PROJECT_ID = OWNER_ID
+USER_ID = OWNER_ID
+CONSUMER_GENERATION = {"type": ["integer", "null"]}
+CONSUMER_TYPE = {"type": "string", "pattern": "^[A-Z0-9_]+$", "minLength": 1, "maxLength": 255}
+
+# What the client asserts the request groups were satisfied by (1.34).
+MAPPINGS = {
+    "type": "object",
+    "minProperties": 1,
+    "patternProperties": {
+        GROUP_SUFFIX: {"type": "array", "minItems": 1, "items": UUID},
+    },
+}
+
+# Before 1.12: a list of {resource_provider: {uuid}, resources}.
+ALLOCATION_LIST = {
+    "type": "array",
+    "minItems": 1,
+    "items": {
+        "type": "object",
+        "properties": {
+            "resource_provider": {
+                "type": "object",
+                "properties": {"uuid": UUID},
+                "required": ["uuid"],
+                "additionalProperties": False,
+            },
+            "resources": RESOURCES,
+        },
+        "required": ["resource_provider", "resources"],
+        "additionalProperties": False,
+    },
+}
+
+
+def _by_provider(min_providers: int) -> dict:
+    """From 1.12: {provider uuid: {resources, optional generation}}."""
+    return {
+        "type": "object",
+        "minProperties": min_providers,
+        "patternProperties": {
+            UUID_KEY: {
+                "type": "object",
+                "properties": {"generation": {"type": "integer"}, "resources": RESOURCES},
+                "required": ["resources"],
+                "additionalProperties": False,
+            }
+        },
+        "additionalProperties": False,
+    }
+
+
+ALLOCATIONS_BY_PROVIDER = _by_provider(min_providers=1)
+# POST /allocations, and PUT from 1.28: {} removes the consumer's allocations.
+ALLOCATIONS_BY_PROVIDER_OR_NONE = _by_provider(min_providers=0)
+
+
+def _body(properties: dict, required: list[str]) -> dict:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+# PUT /allocations/{consumer_uuid}, one schema per microversion range.
+PUT_V1_0 = _body({"allocations": ALLOCATION_LIST}, ["allocations"])
+
+PUT_V1_8 = _body(
+    {"allocations": ALLOCATION_LIST, "project_id": PROJECT_ID, "user_id": USER_ID},
+    ["allocations", "project_id", "user_id"],
+)
+
+PUT_V1_12 = _body(
+    {"allocations": ALLOCATIONS_BY_PROVIDER, "project_id": PROJECT_ID, "user_id": USER_ID},
+    ["allocations", "project_id", "user_id"],
+)
+
+PUT_V1_28 = _body(
+    {
+        "allocations": ALLOCATIONS_BY_PROVIDER_OR_NONE,
+        "project_id": PROJECT_ID,
+        "user_id": USER_ID,
+        "consumer_generation": CONSUMER_GENERATION,
+    },
+    ["allocations", "project_id", "user_id", "consumer_generation"],
+)
+
+PUT_V1_34 = _body(
+    {
+        "allocations": ALLOCATIONS_BY_PROVIDER_OR_NONE,
+        "project_id": PROJECT_ID,
+        "user_id": USER_ID,
+        "consumer_generation": CONSUMER_GENERATION,
+        "mappings": MAPPINGS,
+    },
+    ["allocations", "project_id", "user_id", "consumer_generation"],
+)
+
+PUT_V1_38 = _body(
+    {
+        "allocations": ALLOCATIONS_BY_PROVIDER_OR_NONE,
+        "project_id": PROJECT_ID,
+        "user_id": USER_ID,
+        "consumer_generation": CONSUMER_GENERATION,
+        "mappings": MAPPINGS,
+        "consumer_type": CONSUMER_TYPE,
+    },
+    ["allocations", "project_id", "user_id", "consumer_generation", "consumer_type"],
+)
+
+# One consumer's entry in POST /allocations (and in POST /reshaper).
+CONSUMER_V1_13 = _body(
+    {
+        "allocations": ALLOCATIONS_BY_PROVIDER_OR_NONE,
+        "project_id": PROJECT_ID,
+        "user_id": USER_ID,
+    },
+    ["allocations", "project_id", "user_id"],
+)
+CONSUMER_V1_28 = PUT_V1_28
+CONSUMER_V1_34 = PUT_V1_34
+CONSUMER_V1_38 = PUT_V1_38
+
+
+def by_consumer(consumer: dict, min_consumers: int = 1) -> dict:
+    """{consumer uuid: consumer entry}, as POST /allocations and /reshaper take."""
+    return {
+        "type": "object",
+        "minProperties": min_consumers,
+        "patternProperties": {UUID_KEY: consumer},
+        "additionalProperties": False,
+    }
+
+
+# POST /allocations, one schema per microversion range.
+POST_V1_13 = by_consumer(CONSUMER_V1_13)
+POST_V1_28 = by_consumer(CONSUMER_V1_28)
+POST_V1_34 = by_consumer(CONSUMER_V1_34)
+POST_V1_38 = by_consumer(CONSUMER_V1_38)

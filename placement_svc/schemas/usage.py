@@ -1,0 +1,26 @@
+"""Schemas for the query of GET /usages (from 1.9)."""
+
+from placement_svc.schemas.allocation import OWNER_ID as _ID
+
+QUERY_V1_9 = {
+    "type": "object",
+    "properties": {"project_id": _ID, "user_id": _ID},
+    "required": ["project_id"],
+    "additionalProperties": False,
+}
+
+# From 1.38: a consumer type name, or "all" / "unknown" (the pattern is
+# upstream's, whose "^all" is unanchored at the end).
+CONSUMER_TYPE = {
+    "type": "string",
+    "pattern": "^[A-Z0-9_]+$|^all|^unknown$",
+    "minLength": 1,
+    "maxLength": 255,
+}
+
+QUERY_V1_38 = {
+    "type": "object",
+    "properties": {"project_id": _ID, "user_id": _ID, "consumer_type": CONSUMER_TYPE},
+    "required": ["project_id"],
+    "additionalProperties": False,
+}
