@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import logging.config
 import os
@@ -27,8 +28,8 @@ from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
+from placement_svc import accept, errors
 from placement_svc import conf as placement_conf
-from placement_svc import errors
 
 PROG = "placement-svc"
 DEFAULT_BIND = "127.0.0.1:8778"
@@ -96,8 +97,9 @@ def database_errors(url: str):
         raise Failure(f"bad database URL {shown}: {_one_line(exc)}") from exc
     except ImportError as exc:
         raise Failure(
-            f"no driver for {shown} ({exc.name or exc}): "
-            "pip install 'placement-svc[postgresql]' or 'placement-svc[mysql]'"
+            f"no database driver for {shown}: {_one_line(exc)}; "
+            "'pip install placement-svc[postgresql]' or '[mysql]' provides "
+            "postgresql+psycopg:// and mysql+pymysql://"
         ) from exc
     except sa_exc.DBAPIError as exc:
         raise Failure(f"database {shown}: {_one_line(exc.orig or exc)}") from exc
@@ -215,6 +217,12 @@ def serve(conf, args) -> None:
     check_bind(args.bind)
     prepare_database(conf, create_if_empty=True, wait=True)
     build_app(conf)  # fail here, once, rather than in every worker
+    LOG.info(
+        "database %s, auth_strategy %s, config files %s",
+        _shown_url(conf.placement_database.connection),
+        conf.api.auth_strategy,
+        ", ".join(conf.config_file) or "none (quick-start defaults)",
+    )
     options = {
         "bind": args.bind,
         "workers": args.workers,
@@ -236,6 +244,8 @@ class _Gunicorn(BaseApplication):
     def load_config(self):
         for key, value in self.options.items():
             self.cfg.set(key, value)
+        if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 24
+            self.cfg.set("control_socket_disable", True)  # no .gunicorn/ in the CWD
 
     def load(self):
         return build_app(self.conf, self.prefix)
@@ -270,7 +280,8 @@ def check_bind(bind: str) -> None:
 
 class PrefixMount:
     """Serve ``application`` under a path prefix: the prefix moves from
-    PATH_INFO to SCRIPT_NAME (so links carry it); other paths are 404."""
+    PATH_INFO to SCRIPT_NAME (so links carry it); other paths are a 404 in
+    the form the service's own errors take."""
 
     def __init__(self, application, prefix: str):
         self.application = application
@@ -282,13 +293,16 @@ class PrefixMount:
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + self.prefix
             environ["PATH_INFO"] = path[len(self.prefix) :]
             return self.application(environ, start_response)
-        import json
-
         error = errors.NotFound(f"The service is at {self.prefix}/.")
-        body = json.dumps(errors.error_body(error, None, with_code=False)).encode()
+        media_type = accept.error_media_type(environ.get("HTTP_ACCEPT"))
+        if media_type == accept.JSON:
+            text, content_type = json.dumps(errors.error_body(error, None, False)), media_type
+        else:
+            text, content_type = errors.page(error, media_type), f"{media_type}; charset=UTF-8"
+        body = text.encode("utf-8")
         start_response(
             "404 Not Found",
-            [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+            [("Content-Type", content_type), ("Content-Length", str(len(body)))],
         )
         return [body]
 
@@ -310,6 +324,8 @@ def _workers(value: str) -> int:
 
 
 def _prefix(value: str) -> str:
+    if value in ("", "/"):
+        return ""
     if not value.startswith("/"):
         raise argparse.ArgumentTypeError(f"expected a path starting with '/', got {value!r}")
     return value.rstrip("/")
@@ -370,7 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Serve the Placement API with gunicorn. An empty database gets its schema "
         "first; an out-of-date one is refused (run 'db sync'). Logs go to stderr."
     )
-    srv = commands.add_parser("serve", parents=[leaf], help=text, description=text)
+    srv = commands.add_parser(
+        "serve", parents=[leaf], help="serve the Placement API", description=text
+    )
     srv.add_argument(
         "--bind",
         type=_bind,
@@ -412,6 +430,7 @@ def logging_config(args) -> dict:
         "root": {"level": logging.getLevelName(args.log_level), "handlers": ["stderr"]},
         "loggers": {
             "placement_svc": {"level": "DEBUG" if args.debug else "NOTSET"},
+            "alembic": {"level": "WARNING"},
             "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True},
             "gunicorn.access": {"level": "INFO", "handlers": [], "propagate": False},
         },

@@ -9,13 +9,20 @@ directory, noauth2).
 The schema must be at the latest revision ('placement-svc db sync'), unless
 [placement_database] sync_on_startup is true; the standard resource classes
 and traits are added at import, as upstream does at start. Each process that
-imports this module builds its own application and database engine.
+imports this module builds its own application and database engine. When
+the server has not configured Python logging, the request log and warnings
+go to stderr at INFO in the format ``placement-svc serve`` uses.
 """
+
+import logging
 
 from placement_svc import cli
 
 
 def init_application():
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format=cli.LOG_FORMAT)
+        logging.getLogger("alembic").setLevel(logging.WARNING)
     conf = cli.load_conf(default_files=cli.wsgi_config_files())
     cli.prepare_database(conf, create_if_empty=False, wait=True)
     return cli.build_app(conf)

@@ -68,10 +68,12 @@ class GabbiBackend(pytest.Collector):
             yield GabbiItem.from_parent(self, name=short, case=case)
 
     def setup(self):
-        if self.backend != "sqlite" and not databases.in_ci():
+        if self.backend != "sqlite":
             try:
                 databases.get(self.backend)
             except databases.Unavailable as exc:
+                if databases.in_ci():
+                    pytest.fail(f"CI=true requires this database: {exc}", pytrace=False)
                 pytest.skip(f"database not reachable (set CI=true to require it): {exc}")
         result = unittest.TestResult()
         self.suite.start(result)

@@ -1,0 +1,47 @@
+# The commands the README documents. Each one bootstraps what it needs on a
+# machine that has only python3: a virtualenv in .venv with placement-svc
+# installed in editable mode, re-installed whenever pyproject.toml changes.
+#
+#   make serve              the API on http://127.0.0.1:8778 (SQLite, noauth2)
+#   make serve ARGS='--workers 4 --config-file /etc/placement/placement.conf'
+#   make test               the whole suite: ruff check, then pytest
+#   make test PYTEST_ARGS='-k traits'
+#   make lint               ruff check and ruff format --check
+#   make format             ruff format, ruff check --fix
+#   make genconfig          regenerate etc/placement.conf.sample
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.placement-svc-installed
+# Two pytest-xdist workers; each gabbi file runs whole, in order, on one of
+# them (loadscope keeps a file's tests for one backend together).
+PYTEST_ARGS ?= -n 2 --dist loadscope
+
+.PHONY: serve test lint format genconfig clean
+
+$(STAMP): pyproject.toml
+	@$(BIN)/python -c '' 2>/dev/null || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+serve: $(STAMP)
+	$(BIN)/placement-svc serve $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+genconfig: $(STAMP)
+	$(BIN)/oslo-config-generator --config-file etc/config-generator.conf
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

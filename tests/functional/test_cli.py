@@ -1,0 +1,320 @@
+"""The real ``placement-svc`` command, run as a subprocess, on every database backend.
+
+``db sync`` is idempotent and ``db version`` then says head; ``serve`` brings an
+empty database up, answers the API and logs each request; several workers and
+a path prefix work; every mistake an operator can make ends with one line on
+stderr and a non-zero status, never a traceback. PostgreSQL and MariaDB are
+skipped when unreachable, unless CI=true.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from placement_svc.db import migration
+from tests.functional import databases
+
+CLI = [sys.executable, "-m", "placement_svc.cli"]
+ADMIN_LATEST = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
+
+
+def environment(home) -> dict:
+    env = dict(os.environ, HOME=str(home))
+    env.pop("OS_PLACEMENT_CONFIG_DIR", None)
+    return env
+
+
+def run(*args, cwd, check=False, **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [*CLI, *args],
+        cwd=cwd,
+        env=environment(cwd),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kwargs,
+    )
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def write_conf(tmp_path, connection: str, extra: str = "") -> str:
+    path = tmp_path / "placement.conf"
+    path.write_text(
+        f"[placement_database]\nconnection = {connection}\nmax_retries = 0\n"
+        f"[api]\nauth_strategy = noauth2\n{extra}"
+    )
+    return str(path)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def get(url: str, headers=None) -> tuple[int, dict]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@contextlib.contextmanager
+def serving(tmp_path, conf_path, *extra, path="/"):
+    """A running ``placement-svc serve``; yields its base URL and its log file."""
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "w") as stderr:
+        server = subprocess.Popen(
+            [*CLI, "serve", "--config-file", conf_path, "--bind", f"127.0.0.1:{port}", *extra],
+            cwd=tmp_path,
+            env=environment(tmp_path),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert server.poll() is None, f"serve exited early:\n{log.read_text()}"
+            with contextlib.suppress(OSError):
+                if get(base + path)[0] == 200:
+                    break
+            assert time.monotonic() < deadline, f"serve did not answer:\n{log.read_text()}"
+            time.sleep(0.1)
+        yield base, log
+    finally:
+        server.terminate()
+        try:
+            assert server.wait(timeout=30) == 0, log.read_text()
+        finally:
+            if server.poll() is None:
+                server.kill()
+
+
+@pytest.fixture(params=databases.wanted_backends())
+def database_url(request, tmp_path):
+    """The URL of a new, empty database on each backend of the matrix."""
+    backend = request.param
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path}/placement.db"
+        return
+    base = make_url(databases.server_url(backend))
+    name = f"placement_cli_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
+        admin.dispose()
+        if databases.in_ci():
+            raise
+        pytest.skip(f"{backend} not reachable (set CI=true to require it): {exc}")
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
+        admin.dispose()
+
+
+class TestDatabaseCommands:
+    def test_sync_twice_then_version_is_head(self, tmp_path, database_url):
+        conf_path = write_conf(tmp_path, database_url)
+        assert run(
+            "db", "version", "--config-file", conf_path, cwd=tmp_path, check=True
+        ).stdout == ("None\n")
+        for _ in range(2):
+            result = run("db", "sync", "--config-file", conf_path, cwd=tmp_path, check=True)
+            assert len(result.stdout.splitlines()) <= 1
+        result = run("--config-file", conf_path, "db", "version", cwd=tmp_path, check=True)
+        assert result.stdout.strip() == migration.head()
+
+    def test_without_any_configuration_file_sqlite_lands_in_the_current_directory(self, tmp_path):
+        if os.path.exists("/etc/placement/placement.conf"):
+            pytest.skip("this machine has an /etc/placement/placement.conf")
+        run("db", "sync", cwd=tmp_path, check=True)
+        assert (tmp_path / "placement.sqlite").exists()
+        assert run("db", "version", cwd=tmp_path, check=True).stdout.strip() == migration.head()
+
+
+class TestServe:
+    def test_an_empty_database_is_migrated_and_serves_standard_traits(self, tmp_path, database_url):
+        conf_path = write_conf(tmp_path, database_url)
+        with serving(tmp_path, conf_path) as (base, log):
+            status, body = get(base + "/traits", ADMIN_LATEST)
+            assert status == 200
+            assert "HW_CPU_X86_AVX2" in body["traits"]
+        assert '"GET /traits" status: 200' in log.read_text()
+        assert " INFO placement_svc.requests " in log.read_text()
+        assert "Traceback" not in log.read_text()
+
+    def test_two_workers_under_a_prefix(self, tmp_path):
+        conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        args = ("--workers", "2", "--prefix", "/placement")
+        with serving(tmp_path, conf_path, *args, path="/placement/") as (base, log):
+            statuses = {get(base + "/placement/traits", ADMIN_LATEST)[0] for _ in range(10)}
+            assert statuses == {200}
+            status, body = get(base + "/traits", ADMIN_LATEST)
+            assert status == 404
+            assert body["errors"][0]["status"] == 404
+        assert log.read_text().count("Booting worker") == 2
+
+    def test_an_out_of_date_schema_is_refused(self, tmp_path):
+        engine = sa.create_engine(f"sqlite:///{tmp_path}/placement.db")
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE something_else (id INTEGER)")
+        engine.dispose()
+        conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        result = run(
+            "serve", "--config-file", conf_path, "--bind", f"127.0.0.1:{free_port()}", cwd=tmp_path
+        )
+        assert_one_line_error(result, "run 'placement-svc db sync'")
+
+    def test_sync_on_startup_migrates_a_database_that_is_not_empty(self, tmp_path):
+        engine = sa.create_engine(f"sqlite:///{tmp_path}/placement.db")
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE something_else (id INTEGER)")
+        engine.dispose()
+        url = f"sqlite:///{tmp_path}/placement.db"
+        conf_path = write_conf(tmp_path, url, "[placement_database]\nsync_on_startup = true\n")
+        with serving(tmp_path, conf_path) as (base, _log):
+            assert get(base + "/resource_classes", ADMIN_LATEST)[0] == 200
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("placement-svc: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+COMMANDS = [pytest.param(("db", "sync"), id="db-sync"), pytest.param(("serve",), id="serve")]
+
+
+class TestErrors:
+    @pytest.mark.parametrize("command", COMMANDS)
+    def test_a_missing_configuration_file(self, tmp_path, command):
+        result = run(*command, "--config-file", str(tmp_path / "nowhere.conf"), cwd=tmp_path)
+        assert_one_line_error(result, "nowhere.conf")
+
+    @pytest.mark.parametrize("command", COMMANDS)
+    def test_an_unparsable_configuration_file(self, tmp_path, command):
+        path = tmp_path / "broken.conf"
+        path.write_text("this is not\n[an ini file\n")
+        result = run(*command, "--config-file", str(path), cwd=tmp_path)
+        assert_one_line_error(result, "broken.conf")
+
+    @pytest.mark.parametrize("command", COMMANDS)
+    def test_a_bad_value_in_the_configuration_file(self, tmp_path, command):
+        conf_path = write_conf(
+            tmp_path, "sqlite://", "[placement]\nmax_allocation_candidates = many\n"
+        )
+        result = run(*command, "--config-file", conf_path, cwd=tmp_path)
+        assert_one_line_error(result, "max_allocation_candidates")
+
+    @pytest.mark.parametrize("command", COMMANDS)
+    @pytest.mark.parametrize(
+        "connection, fragment",
+        [
+            ("postgresql+psycopg://placement:secret@127.0.0.1:1/placement", "127.0.0.1:1"),
+            ("mysql+pymysql://placement:secret@127.0.0.1:1/placement", "127.0.0.1:1"),
+            ("not a url", "bad database URL"),
+            ("nosuchdb://placement@127.0.0.1/placement", "unknown database type"),
+            (f"sqlite:////nonexistent-{uuid.uuid4().hex}/placement.db", "unable to open"),
+        ],
+        ids=["postgresql-unreachable", "mysql-unreachable", "garbage", "unknown-type", "sqlite"],
+    )
+    def test_a_database_that_cannot_be_used(self, tmp_path, command, connection, fragment):
+        conf_path = write_conf(tmp_path, connection)
+        bind = ("--bind", f"127.0.0.1:{free_port()}") if command == ("serve",) else ()
+        result = run(*command, "--config-file", conf_path, *bind, cwd=tmp_path)
+        assert_one_line_error(result, fragment)
+        assert "secret" not in result.stderr
+
+    def test_a_port_already_in_use(self, tmp_path):
+        conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen()
+            bind = f"127.0.0.1:{busy.getsockname()[1]}"
+            result = run("serve", "--config-file", conf_path, "--bind", bind, cwd=tmp_path)
+        assert_one_line_error(result, f"cannot listen on {bind}")
+
+
+class TestHelp:
+    @pytest.mark.parametrize(
+        "command", [(), ("db",), ("db", "sync"), ("db", "version"), ("serve",)], ids=" ".join
+    )
+    def test_every_command_has_help(self, tmp_path, command):
+        result = run(*command, "--help", cwd=tmp_path, check=True)
+        assert result.stdout.startswith("usage: placement-svc")
+
+
+WSGI_REQUEST = """
+import json, wsgiref.util
+from placement_svc.wsgi import application
+environ = {}
+wsgiref.util.setup_testing_defaults(environ)
+environ.update(
+    PATH_INFO="/traits",
+    HTTP_X_AUTH_TOKEN="admin",
+    HTTP_OPENSTACK_API_VERSION="placement latest",
+)
+answer = {}
+def start_response(status, headers, exc_info=None):
+    answer["status"] = status
+body = b"".join(application(environ, start_response))
+print(answer["status"], "HW_CPU_X86_AVX2" in json.loads(body)["traits"])
+"""
+
+
+class TestWsgi:
+    def test_the_application_reads_os_placement_config_dir(self, tmp_path):
+        conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        run("db", "sync", "--config-file", conf_path, cwd=tmp_path, check=True)
+        env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
+        result = subprocess.run(
+            [sys.executable, "-c", WSGI_REQUEST],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "200 OK True"
+
+    def test_the_application_wants_a_synced_database(self, tmp_path):
+        write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
+        result = subprocess.run(
+            [sys.executable, "-c", "import placement_svc.wsgi"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode != 0
+        assert "run 'placement-svc db sync'" in result.stderr
