@@ -39,4 +39,4 @@ def test_other_paths_need_a_keystone_token(tmp_path):
     for path in ("/traits", "/resource_providers", "/allocation_candidates"):
         answer = client.get(path, headers={"openstack-api-version": "placement latest"})
         assert answer.status_code == 401, path
-        assert answer.headers["www-authenticate"] == "Keystone uri='http://keystone.test/identity'"
+        assert answer.headers["www-authenticate"] == 'Keystone uri="http://keystone.test/identity"'
