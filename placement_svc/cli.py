@@ -28,7 +28,7 @@ from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from placement_svc import accept, errors
+from placement_svc import accept, errors, runtime
 from placement_svc import conf as placement_conf
 
 PROG = "placement-svc"
@@ -248,7 +248,9 @@ class _Gunicorn(BaseApplication):
             self.cfg.set("control_socket_disable", True)  # no .gunicorn/ in the CWD
 
     def load(self):
-        return build_app(self.conf, self.prefix)
+        application = build_app(self.conf, self.prefix)
+        runtime.tune_gc()
+        return application
 
 
 def build_app(conf, prefix: str = ""):

@@ -16,7 +16,7 @@ go to stderr at INFO in the format ``placement-svc serve`` uses.
 
 import logging
 
-from placement_svc import cli
+from placement_svc import cli, runtime
 
 
 def init_application():
@@ -25,7 +25,9 @@ def init_application():
         logging.getLogger("alembic").setLevel(logging.WARNING)
     conf = cli.load_conf(default_files=cli.wsgi_config_files())
     cli.prepare_database(conf, create_if_empty=False, wait=True)
-    return cli.build_app(conf)
+    app = cli.build_app(conf)
+    runtime.tune_gc()
+    return app
 
 
 application = init_application()
