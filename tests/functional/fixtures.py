@@ -62,3 +62,34 @@ def for_backend(backend: str, slot) -> dict:
             slot.app = None
 
     return {"APIFixture": APIFixture}
+
+
+ADMIN_HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
+
+
+def fresh_database(backend: str) -> databases.TestDatabase:
+    """This process's emptied database for ``backend``: skipped when the server
+    is unreachable, a failure under CI=true."""
+    import pytest
+
+    if backend not in databases.wanted_backends():
+        pytest.skip(f"{backend} not in PLACEMENT_TEST_BACKENDS")
+    try:
+        test_db = databases.get(backend)
+    except databases.Unavailable as exc:
+        if databases.in_ci():
+            raise
+        pytest.skip(str(exc))
+    test_db.reset()
+    return test_db
+
+
+def api_client(application, headers=ADMIN_HEADERS):
+    """An httpx client calling ``application`` in-process."""
+    import httpx
+
+    return httpx.Client(
+        transport=httpx.WSGITransport(app=application),
+        base_url="http://placement.test",
+        headers=headers,
+    )

@@ -37,28 +37,8 @@ from tests.functional import databases, fixtures
 
 THREADS = 16
 ROOM = 5  # claims the provider has room for
-HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
 PROJECT = "6f2f2bd3-0d5c-4d7e-9a36-2b6a0b2c3f11"
 USER = "0b1c4c4e-8a5e-4a8a-b8e5-8e3f6f3c1d22"
-
-
-def _database(backend):
-    try:
-        test_db = databases.get(backend)
-    except databases.Unavailable as exc:
-        if databases.in_ci():
-            raise
-        pytest.skip(str(exc))
-    test_db.reset()
-    return test_db
-
-
-def _client(application) -> httpx.Client:
-    return httpx.Client(
-        transport=httpx.WSGITransport(app=application),
-        base_url="http://placement.test",
-        headers=HEADERS,
-    )
 
 
 _ENGINES: list[sa.engine.Engine] = []
@@ -82,7 +62,9 @@ def _servers(test_db, count=2, **conf_overrides) -> list[httpx.Client]:
     clients = []
     for _ in range(count):
         db = Database(_engine(test_db.url))
-        clients.append(_client(app.create_app(fixtures.make_conf(**conf_overrides), db)))
+        clients.append(
+            fixtures.api_client(app.create_app(fixtures.make_conf(**conf_overrides), db))
+        )
     return clients
 
 
@@ -136,7 +118,7 @@ def _assert_exactly_room(answers):
 
 @pytest.mark.parametrize("backend", databases.wanted_backends())
 def test_sixteen_claims_on_room_for_five_give_five_successes(backend):
-    clients = _servers(_database(backend))
+    clients = _servers(fixtures.fresh_database(backend))
     rp_uuid = _provider(clients[0], {"VCPU": {"total": ROOM}})
 
     answers = _race(clients, [_claim({rp_uuid: {"resources": {"VCPU": 1}}})] * THREADS)
@@ -158,7 +140,7 @@ def test_sixteen_claims_on_room_for_five_give_five_successes(backend):
 def test_claims_across_two_providers_are_all_or_nothing(backend):
     """Each claim takes cpu from one provider and disk from another, naming them in
     either order; the cpu provider has room for five, the disk provider for all."""
-    clients = _servers(_database(backend))
+    clients = _servers(fixtures.fresh_database(backend))
     cpu = _provider(clients[0], {"VCPU": {"total": ROOM}})
     disk = _provider(clients[1], {"DISK_GB": {"total": 100 * THREADS}})
     forward = {cpu: {"resources": {"VCPU": 1}}, disk: {"resources": {"DISK_GB": 100}}}
@@ -178,7 +160,7 @@ def test_claims_across_two_providers_are_all_or_nothing(backend):
 def test_one_new_consumer_claimed_by_many_at_once_is_created_once(backend):
     """All say consumer_generation null: one wins, the rest are told the consumer
     changed (409 placement.concurrent_update, never retried by the server)."""
-    clients = _servers(_database(backend))
+    clients = _servers(fixtures.fresh_database(backend))
     rp_uuid = _provider(clients[0], {"VCPU": {"total": 100}})
     consumer = str(uuid.uuid4())
     barrier = threading.Barrier(THREADS)
@@ -227,10 +209,10 @@ class _ConflictingDatabase:
 
 @pytest.mark.parametrize("backend", databases.wanted_backends())
 def test_a_provider_conflict_is_retried_up_to_the_configured_count(backend):
-    test_db = _database(backend)
+    test_db = fixtures.fresh_database(backend)
     db = _ConflictingDatabase(Database(_engine(test_db.url)))
     conf = fixtures.make_conf(**{"placement.allocation_conflict_retry_count": 3})
-    client = _client(app.create_app(conf, db))
+    client = fixtures.api_client(app.create_app(conf, db))
     rp_uuid = _provider(client, {"VCPU": {"total": 8}})
     body = _claim({rp_uuid: {"resources": {"VCPU": 1}}})
 
@@ -271,11 +253,11 @@ def _bump_before_our_update(engine, other: sa.engine.Engine, rp_uuid: str, times
 
 @pytest.mark.parametrize("backend", [b for b in databases.wanted_backends() if b != "sqlite"])
 def test_a_real_provider_conflict_is_retried_then_refused(backend):
-    test_db = _database(backend)
+    test_db = fixtures.fresh_database(backend)
     engine = _engine(test_db.url)
     other = _engine(test_db.url)
     conf = fixtures.make_conf(**{"placement.allocation_conflict_retry_count": 2})
-    client = _client(app.create_app(conf, Database(engine)))
+    client = fixtures.api_client(app.create_app(conf, Database(engine)))
     rp_uuid = _provider(client, {"VCPU": {"total": 8}})
     body = _claim({rp_uuid: {"resources": {"VCPU": 1}}})
 
@@ -298,14 +280,14 @@ def test_incomplete_consumers_get_the_configured_project_and_user(backend):
     """Not about concurrency: the one allocation behaviour that needs a
     configuration the gabbi fixture does not set. Before 1.8 a consumer
     carries no owner; it gets [placement] incomplete_consumer_*_id."""
-    test_db = _database(backend)
+    test_db = fixtures.fresh_database(backend)
     conf = fixtures.make_conf(
         **{
             "placement.incomplete_consumer_project_id": "legacy-project",
             "placement.incomplete_consumer_user_id": "legacy-user",
         }
     )
-    client = _client(app.create_app(conf, Database(_engine(test_db.url))))
+    client = fixtures.api_client(app.create_app(conf, Database(_engine(test_db.url))))
     rp_uuid = _provider(client, {"VCPU": {"total": 8}})
     consumer = str(uuid.uuid4())
     old = {"openstack-api-version": "placement 1.7"}

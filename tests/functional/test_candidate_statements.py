@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 
-import httpx
 import pytest
 from sqlalchemy import event
 
@@ -65,19 +64,9 @@ def _build(client, hosts: int, agg: str) -> None:
 
 
 def _statements(backend, hosts):
-    try:
-        test_db = databases.get(backend)
-    except databases.Unavailable as exc:
-        if databases.in_ci():
-            raise
-        pytest.skip(str(exc))
-    test_db.reset()
+    test_db = fixtures.fresh_database(backend)
     engine = create_engine(test_db.url)
-    client = httpx.Client(
-        transport=httpx.WSGITransport(app=app.create_app(fixtures.make_conf(), Database(engine))),
-        base_url="http://placement.test",
-        headers={"x-auth-token": "admin", "openstack-api-version": "placement latest"},
-    )
+    client = fixtures.api_client(app.create_app(fixtures.make_conf(), Database(engine)))
     agg = str(uuid.uuid4())
     _build(client, hosts, agg)
     counts = []

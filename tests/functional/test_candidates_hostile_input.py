@@ -10,31 +10,17 @@ not exist (400).
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from placement_svc import app
 from tests.functional import databases, fixtures
 
-HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
 CN = "cc000001-0000-0000-0000-000000000000"
 
 
 def _client(backend):
-    if backend not in databases.wanted_backends():
-        pytest.skip(f"{backend} not in PLACEMENT_TEST_BACKENDS")
-    try:
-        test_db = databases.get(backend)
-    except databases.Unavailable as exc:
-        if databases.in_ci():
-            raise
-        pytest.skip(str(exc))
-    test_db.reset()
-    client = httpx.Client(
-        transport=httpx.WSGITransport(app=app.create_app(fixtures.make_conf(), test_db.db)),
-        base_url="http://placement.test",
-        headers=HEADERS,
-    )
+    test_db = fixtures.fresh_database(backend)
+    client = fixtures.api_client(app.create_app(fixtures.make_conf(), test_db.db))
     assert client.post("/resource_providers", json={"name": "cn", "uuid": CN}).status_code == 200
     inventory = {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}}}
     assert client.put(f"/resource_providers/{CN}/inventories", json=inventory).status_code == 200

@@ -21,18 +21,6 @@ from tests.functional import databases, fixtures
 
 THREADS = 8
 ROUNDS = 5
-HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
-
-
-def _database(backend):
-    try:
-        test_db = databases.get(backend)
-    except databases.Unavailable as exc:
-        if databases.in_ci():
-            raise
-        pytest.skip(str(exc))
-    test_db.reset()
-    return test_db
 
 
 def _clients(test_db, count=2):
@@ -40,11 +28,7 @@ def _clients(test_db, count=2):
     for _ in range(count):
         engine = create_engine(test_db.url)
         application = app.create_app(fixtures.make_conf(), Database(engine))
-        client = httpx.Client(
-            transport=httpx.WSGITransport(app=application),
-            base_url="http://placement.test",
-            headers=HEADERS,
-        )
+        client = fixtures.api_client(application)
         client.engine = engine  # disposed with the client, so the database can be dropped
         clients.append(client)
     return clients
@@ -78,7 +62,7 @@ def _race(clients, rp_uuid, generation) -> list[httpx.Response]:
 
 @pytest.mark.parametrize("backend", databases.wanted_backends())
 def test_one_winner_per_round_of_inventory_writers(backend):
-    test_db = _database(backend)
+    test_db = fixtures.fresh_database(backend)
     clients = _clients(test_db)
     rp_uuid = str(uuid.uuid4())
     created = clients[0].post("/resource_providers", json={"name": "cn", "uuid": rp_uuid})
