@@ -1,5 +1,6 @@
 """Schemas for /resource_providers, one per version range, each readable whole."""
 
+from placement_svc import microversion as mv
 from placement_svc.schemas.common import UUID
 
 NAME = {"type": "string", "maxLength": 200}
@@ -33,11 +34,11 @@ _QUERY_UUID = {
     "pattern": f"^{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}$",
 }
 _LIST_FILTERS = [
-    ((1, 0), {"name": _STRING, "uuid": _QUERY_UUID}),
-    ((1, 3), {"member_of": _STRING}),
-    ((1, 4), {"resources": _STRING}),
-    ((1, 14), {"in_tree": _QUERY_UUID}),
-    ((1, 18), {"required": _STRING}),
+    (mv.BASE, {"name": _STRING, "uuid": _QUERY_UUID}),
+    (mv.MEMBER_OF, {"member_of": _STRING}),
+    (mv.RESOURCES_FILTER, {"resources": _STRING}),
+    (mv.NESTED_PROVIDERS, {"in_tree": _QUERY_UUID}),
+    (mv.PROVIDERS_REQUIRED, {"required": _STRING}),
 ]
 
 
