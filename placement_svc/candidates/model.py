@@ -21,6 +21,8 @@ class Room:
     min_unit: int
     max_unit: int
     step_size: int
+    capacity: int = 0  # as provider summaries show it: int((total - reserved) * ratio)
+    used: int = 0
 
     def fits(self, amount: int) -> bool:
         return (

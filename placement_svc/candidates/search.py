@@ -50,7 +50,12 @@ def search(conn: Connection, request: Request) -> Found:
             continue
         for row in conn.execute(_room_query(rc_ids[rc], amount)):
             found.room[(row.resource_provider_id, rc)] = Room(
-                row.free, row.min_unit, row.max_unit, row.step_size
+                row.free,
+                row.min_unit,
+                row.max_unit,
+                row.step_size,
+                int((row.total - row.reserved) * row.allocation_ratio),
+                int(row.used),
             )
     with_room = {pid for pid, _rc in found.room}
     if not with_room and all(g.resources for g in request.groups.values()):
@@ -80,6 +85,10 @@ def _room_query(rc_id: int, amount: int):
             INV.c.min_unit,
             INV.c.max_unit,
             INV.c.step_size,
+            INV.c.total,
+            INV.c.reserved,
+            INV.c.allocation_ratio,
+            used.label("used"),
         )
         .select_from(
             INV.outerjoin(usage, usage.c.resource_provider_id == INV.c.resource_provider_id)
@@ -238,12 +247,32 @@ def _anchors(found: Found, request: Request, roots: list[int]) -> list[int]:
     ]
 
 
-def inventories_of(conn: Connection, provider_ids: set[int]) -> dict[int, dict[str, tuple]]:
-    """provider -> class -> (capacity, used), for provider summaries, in one query."""
+def inventories_of(
+    conn: Connection, found: Found, provider_ids: set[int], requested: set[str]
+) -> dict[int, dict[str, tuple]]:
+    """provider -> class -> (capacity, used), for provider summaries.
+
+    The room queries already read the requested classes of every provider
+    with room; only the other classes, and the requested ones of providers
+    the room queries skipped, are read here, in one query.
+    """
+    result: dict[int, dict[str, tuple]] = {}
+    unsure = set()
+    for pid in provider_ids:
+        for rc in requested:
+            room = found.room.get((pid, rc))
+            if room is None:
+                unsure.add(pid)
+            else:
+                result.setdefault(pid, {})[rc] = (room.capacity, room.used)
     if not provider_ids:
-        return {}
+        return result
     usage = filters.usage_subquery()
     rc = tables.resource_classes
+    other_classes = rc.c.name.not_in(requested) if requested else sa.true()
+    wanted = INV.c.resource_provider_id.in_(provider_ids) & other_classes
+    if unsure:
+        wanted = wanted | INV.c.resource_provider_id.in_(unsure)
     rows = conn.execute(
         sa.select(
             INV.c.resource_provider_id,
@@ -262,9 +291,8 @@ def inventories_of(conn: Connection, provider_ids: set[int]) -> dict[int, dict[s
                 ),
             )
         )
-        .where(INV.c.resource_provider_id.in_(provider_ids))
+        .where(wanted)
     )
-    result: dict[int, dict[str, tuple]] = {}
     for row in rows:
         capacity = int((row.total - row.reserved) * row.allocation_ratio)
         result.setdefault(row.resource_provider_id, {})[row.name] = (capacity, int(row.used))
