@@ -18,7 +18,7 @@ STAMP := $(VENV)/.placement-svc-installed
 # them (loadscope keeps a file's tests for one backend together).
 PYTEST_ARGS ?= -n 2 --dist loadscope
 
-.PHONY: serve test lint format genconfig clean
+.PHONY: serve test lint format genconfig genpolicy clean
 
 $(STAMP): pyproject.toml
 	@$(BIN)/python -c '' 2>/dev/null || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
@@ -42,6 +42,9 @@ format: $(STAMP)
 
 genconfig: $(STAMP)
 	$(BIN)/oslo-config-generator --config-file etc/config-generator.conf
+
+genpolicy: $(STAMP)
+	$(BIN)/oslopolicy-sample-generator --config-file etc/policy-generator.conf
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -6,8 +6,9 @@ import json
 import logging
 
 import falcon
+from oslo_middleware import cors, http_proxy_to_wsgi
 
-from placement_svc import accept, auth, errors, middleware, requestlog
+from placement_svc import accept, auth, errors, middleware, policy, requestlog
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
@@ -144,8 +145,9 @@ def _handle_unexpected(req, resp, ex, _params):
     _render_error(req, resp, errors.InternalError("An unexpected error occurred."))
 
 
-def create_falcon_app(db: Database, conf) -> falcon.App:
-    app = falcon.App(middleware=[middleware.Plumbing()], media_type="application/json")
+def create_falcon_app(db: Database, conf, enforcer=None) -> falcon.App:
+    plumbing = middleware.Plumbing(enforcer)
+    app = falcon.App(middleware=[plumbing], media_type="application/json")
     app.req_options.keep_blank_qs_values = True
     app.req_options.auto_parse_qs_csv = False
     # Bodiless answers (201 on create, 204) carry no Content-Type, as upstream.
@@ -165,9 +167,15 @@ def create_app(conf, db: Database | None = None):
             create_engine(conf.placement_database.connection, conf.placement_database),
             max_retries=conf.placement_database.db_max_retries,
         )
-    application = create_falcon_app(db, conf)
+    enforcer = policy.make_enforcer(conf)  # a bad policy file stops us here
+    application = create_falcon_app(db, conf, enforcer)
     if conf.api.auth_strategy == "noauth2":
         application = auth.NoAuthMiddleware(application)
     else:
         application = auth.keystone_middleware(application, conf)
-    return requestlog.RequestLog(application)
+    # Upstream's order, outermost last: CORS outside auth (a preflight carries
+    # no token), then the request log, then the proxy headers' REMOTE_ADDR.
+    if conf.cors.allowed_origin:
+        application = cors.CORS(application, conf)
+    application = requestlog.RequestLog(application)
+    return http_proxy_to_wsgi.HTTPProxyToWSGI(application, conf)

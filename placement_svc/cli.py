@@ -4,6 +4,8 @@
                                 the standard resource classes and traits
     placement-svc db version    print the schema revision of the database
     placement-svc serve         answer the API under gunicorn
+    placement-svc status upgrade check
+                                is the database ready for this release?
 
 Every failure an operator can cause (a missing or unparsable configuration
 file, a bad value in it, a bad or unreachable database URL, an out-of-date
@@ -309,6 +311,32 @@ class PrefixMount:
         return [body]
 
 
+def status_upgrade_check(conf, args) -> None:
+    """Exit with the worst check's code (0, 1 or 2), or with 255 and one error
+    line when the checks cannot run: never 1 for an error, which reads as a warning."""
+    from placement_svc import status
+
+    try:
+        code = status.upgrade_check(conf, as_json=args.json)
+    except Exception as exc:  # noqa: BLE001 - whatever it is, one line and 255
+        _fail(args, str(exc) if isinstance(exc, Failure) else f"unexpected {exc!r}")
+        code = status.CANNOT_CHECK
+    if code:
+        sys.exit(code)
+
+
+def policy_show(conf, args) -> None:
+    """Print every policy rule as enforced with this configuration: the
+    defaults, [oslo_policy] enforce_new_defaults and the policy file applied."""
+    from placement_svc import policy
+
+    try:
+        enforcer = policy.make_enforcer(conf)
+    except policy.PolicyFileError as exc:
+        raise Failure(_one_line(exc)) from exc
+    print(policy.render_effective(enforcer), end="")
+
+
 # -- the command line ----------------------------------------------------------
 
 
@@ -413,6 +441,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve under this path, e.g. /placement (default: at the root)",
     )
     srv.set_defaults(func=serve, log_level=logging.INFO)
+
+    text = "Status checks, as in OpenStack's <service>-status commands."
+    status = commands.add_parser("status", help="status checks", description=text)
+    status_commands = status.add_subparsers(
+        dest="status_command", metavar="STATUS_COMMAND", required=True
+    )
+    upgrade = status_commands.add_parser("upgrade", help="upgrade checks", description=text)
+    upgrade_commands = upgrade.add_subparsers(
+        dest="upgrade_command", metavar="UPGRADE_COMMAND", required=True
+    )
+    text = (
+        "Check that the database is ready for this release and print a table of "
+        "results. Exit status: 0 all passed, 1 a warning, 2 a failure, 255 the "
+        "checks could not run."
+    )
+    check = upgrade_commands.add_parser("check", parents=[leaf], help=text, description=text)
+    check.add_argument("--json", action="store_true", help="print the results as JSON")
+    check.set_defaults(func=status_upgrade_check, log_level=logging.WARNING)
+
+    text = (
+        "Print the effective policy, one 'rule: check' line per rule: the defaults "
+        "with [oslo_policy] and the policy file applied, as the service enforces it."
+    )
+    pol = commands.add_parser("policy", help="policy tools", description="Policy tools.")
+    pol_commands = pol.add_subparsers(
+        dest="policy_command", metavar="POLICY_COMMAND", required=True
+    )
+    show = pol_commands.add_parser("show", parents=[leaf], help=text, description=text)
+    show.set_defaults(func=policy_show, log_level=logging.WARNING)
     return parser
 
 

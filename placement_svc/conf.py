@@ -8,7 +8,8 @@ sets them still loads) and say so in their help.
 from __future__ import annotations
 
 from oslo_config import cfg
-from oslo_middleware import cors
+from oslo_middleware import cors, http_proxy_to_wsgi
+from oslo_policy import opts as policy_opts
 
 QUICKSTART_CONNECTION = "sqlite:///placement.sqlite"
 
@@ -146,22 +147,52 @@ placement_opts = [
     ),
 ]
 
+# Upstream's [cors] defaults (set in its WSGI start-up): the headers a
+# browser client sends and may read, OpenStack-API-Version among them. Set on
+# oslo.middleware's shared options before any configuration is read, so a
+# value in placement.conf still wins and the sample shows them.
+cors.set_defaults(
+    allow_headers=[
+        "X-Auth-Token",
+        "X-Openstack-Request-Id",
+        "X-Identity-Status",
+        "X-Roles",
+        "X-Service-Catalog",
+        "X-User-Id",
+        "X-Tenant-Id",
+        "OpenStack-API-Version",
+    ],
+    expose_headers=[
+        "X-Auth-Token",
+        "X-Openstack-Request-Id",
+        "X-Subject-Token",
+        "X-Service-Token",
+        "OpenStack-API-Version",
+    ],
+    allow_methods=["GET", "PUT", "POST", "DELETE", "PATCH"],
+)
+
 GROUPS = {
     "placement_database": database_opts,
     "api": api_opts,
     "placement": placement_opts,
     "cors": cors.CORS_OPTS,
+    "oslo_middleware": http_proxy_to_wsgi.OPTS,
 }
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     for group, opts in GROUPS.items():
         conf.register_opts(opts, group=group)
+    # [oslo_policy] (policy_file = policy.yaml, enforce_new_defaults, ...):
+    # oslo.policy's own options and defaults, registered as upstream does.
+    policy_opts.set_defaults(conf)
 
 
 def list_opts():
     """The options for oslo-config-generator (namespace placement_svc)."""
-    return [(group, list(opts)) for group, opts in GROUPS.items()]
+    own = [(group, list(opts)) for group, opts in GROUPS.items()]
+    return own + [(group, list(opts)) for group, opts in policy_opts.list_opts()]
 
 
 def make_conf(args=None, config_files=None, quickstart_if_unconfigured=True) -> cfg.ConfigOpts:

@@ -1,18 +1,21 @@
 """The request context: who is asking, at which microversion, under which request id.
 
 Built once per request from the headers the auth layer leaves (noauth2 or
-keystonemiddleware's X-User-Id / X-Project-Id / X-Roles ...). It carries what
-oslo.policy needs (``to_policy_values``) so policy enforcement can be added
-without changing handlers' view of the caller.
+keystonemiddleware's X-User-Id / X-Project-Id / X-Roles ...), read as
+oslo.context reads them, so ``to_policy_values`` gives oslo.policy the same
+credentials upstream Placement's context gives it. ``can`` is the one
+policy check a handler makes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from microversion_parse import Version
 
 from placement_svc import microversion as mv
+from placement_svc import policy
 
 
 def _header(environ, name: str) -> str | None:
@@ -20,39 +23,85 @@ def _header(environ, name: str) -> str | None:
     return value if value else None
 
 
+def _first(environ, *names: str) -> str | None:
+    for name in names:
+        value = _header(environ, name)
+        if value is not None:
+            return value
+    return None
+
+
+def _roles(value: str | None) -> list[str]:
+    return [role.strip() for role in value.split(",")] if value else []
+
+
 @dataclass
 class RequestContext:
     request_id: str
     user_id: str | None = None
     project_id: str | None = None
+    # The domain of a domain-scoped token (X-Domain-Id), not a project's domain.
     domain_id: str | None = None
+    user_domain_id: str | None = None
+    project_domain_id: str | None = None
     roles: list[str] = field(default_factory=list)
     system_scope: str | None = None
+    is_admin_project: bool = True
+    service_user_id: str | None = None
+    service_user_domain_id: str | None = None
+    service_project_id: str | None = None
+    service_project_domain_id: str | None = None
+    service_roles: list[str] = field(default_factory=list)
     version: Version = mv.MIN_VERSION
+    enforcer: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_environ(cls, environ, request_id: str) -> RequestContext:
-        roles = _header(environ, "X-Roles") or ""
+    def from_environ(cls, environ, request_id: str, enforcer=None) -> RequestContext:
         return cls(
             request_id=request_id,
-            user_id=_header(environ, "X-User-Id") or _header(environ, "X-User"),
-            project_id=_header(environ, "X-Project-Id") or _header(environ, "X-Tenant-Id"),
-            domain_id=_header(environ, "X-Project-Domain-Id"),
-            roles=[r.strip().lower() for r in roles.split(",") if r.strip()],
+            user_id=_first(environ, "X-User-Id", "X-User"),
+            project_id=_first(environ, "X-Project-Id", "X-Tenant-Id", "X-Tenant"),
+            domain_id=_header(environ, "X-Domain-Id"),
+            user_domain_id=_header(environ, "X-User-Domain-Id"),
+            project_domain_id=_header(environ, "X-Project-Domain-Id"),
+            roles=_roles(_first(environ, "X-Roles", "X-Role")),
             system_scope=_header(environ, "OpenStack-System-Scope"),
+            # Absent means true, so that legacy rules keep working (as oslo.context).
+            is_admin_project=(environ.get("HTTP_X_IS_ADMIN_PROJECT") or "true").lower() == "true",
+            service_user_id=_header(environ, "X-Service-User-Id"),
+            service_user_domain_id=_header(environ, "X-Service-User-Domain-Id"),
+            service_project_id=_header(environ, "X-Service-Project-Id"),
+            service_project_domain_id=_header(environ, "X-Service-Project-Domain-Id"),
+            service_roles=_roles(_header(environ, "X-Service-Roles")),
+            enforcer=enforcer,
         )
 
     @property
     def is_admin(self) -> bool:
-        return "admin" in self.roles
+        return "admin" in (role.lower() for role in self.roles)
 
     def to_policy_values(self) -> dict:
         """The credentials dict oslo.policy rules are checked against."""
         return {
             "user_id": self.user_id,
-            "project_id": self.project_id,
-            "domain_id": self.domain_id,
-            "roles": list(self.roles),
+            "user_domain_id": self.user_domain_id,
             "system_scope": self.system_scope,
-            "is_admin_project": True,
+            "domain_id": self.domain_id,
+            "project_id": self.project_id,
+            "project_domain_id": self.project_domain_id,
+            "roles": list(self.roles),
+            "is_admin_project": self.is_admin_project,
+            "service_user_id": self.service_user_id,
+            "service_user_domain_id": self.service_user_domain_id,
+            "service_project_id": self.service_project_id,
+            "service_project_domain_id": self.service_project_domain_id,
+            "service_roles": list(self.service_roles),
         }
+
+    def can(self, action: str, target: dict | None = None) -> None:
+        """Raise errors.Forbidden ("Policy does not allow <action> to be
+        performed.") unless policy allows ``action`` on ``target``; the
+        target defaults to the caller's own project and user, as upstream's."""
+        if target is None:
+            target = {"project_id": self.project_id, "user_id": self.user_id}
+        policy.authorize(self.enforcer, action, target, self.to_policy_values())

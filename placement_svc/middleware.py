@@ -20,11 +20,14 @@ MAX_URL_LENGTH = 16384
 
 
 class Plumbing:
+    def __init__(self, enforcer=None):
+        self.enforcer = enforcer  # the application's policy enforcer, for ctx.can()
+
     def process_request(self, req, resp):
         env = req.env
         request_id = env.get(ENV_REQUEST_ID) or f"req-{uuid.uuid4()}"
         env[ENV_REQUEST_ID] = request_id
-        ctx = RequestContext.from_environ(env, request_id)
+        ctx = RequestContext.from_environ(env, request_id, self.enforcer)
         req.context.placement = ctx
         resp.set_header("x-openstack-request-id", request_id)
         if len(env.get("QUERY_STRING", "")) + len(env.get("PATH_INFO", "")) > MAX_URL_LENGTH:

@@ -1,15 +1,36 @@
 """One log line per request, at INFO, on the ``placement_svc.requests`` logger.
 
-Format: ``REMOTE "METHOD /path?query" status: S len: N microversion: X.Y
-time: T.TTTTs request_id: req-...``.
+Upstream's line, then what upstream's oslo.log context would have shown
+around it (time taken, request id, user and project)::
+
+    10.0.0.7 "GET /traits?name=startswith:CUSTOM_" status: 200 len: 27
+    microversion: 1.39 time: 0.0051s request_id: req-... user: admin project: admin
+
+(one line in the log). A ``-`` stands for what a request did not get: no
+microversion before the version was negotiated, no user or project when the
+request was not authenticated, no length when the answer has no
+Content-Length.
+
+This middleware sits outside everything but the proxy-header one (as
+upstream's does), so it also hands out the request id: every answer carries
+``x-openstack-request-id``, a CORS preflight or a keystone 401 included, and
+the falcon plumbing inside reuses the same id.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
+
+from placement_svc.context import RequestContext
+from placement_svc.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
 
 LOG = logging.getLogger("placement_svc.requests")
+REQUEST_ID_HEADER = "x-openstack-request-id"
+LINE = (
+    '%s "%s %s" status: %s len: %s microversion: %s time: %.4fs request_id: %s user: %s project: %s'
+)
 
 
 class RequestLog:
@@ -18,35 +39,55 @@ class RequestLog:
 
     def __call__(self, environ, start_response):
         started = time.perf_counter()
-        status_holder = {}
+        request_id = environ.get(ENV_REQUEST_ID) or f"req-{uuid.uuid4()}"
+        environ[ENV_REQUEST_ID] = request_id
+        answer = {}
 
         def record_status(status, headers, exc_info=None):
-            status_holder["status"] = status.split(" ", 1)[0]
-            status_holder["length"] = next(
-                (v for k, v in headers if k.lower() == "content-length"), "-"
-            )
+            answer["status"] = status.split(" ", 1)[0]
+            answer["length"] = next((v for k, v in headers if k.lower() == "content-length"), "-")
+            if not any(k.lower() == REQUEST_ID_HEADER for k, _v in headers):
+                headers = [*headers, (REQUEST_ID_HEADER, request_id)]
             return start_response(status, headers, exc_info)
 
+        LOG.debug(
+            'Starting request: %s "%s %s"',
+            _remote(environ),
+            environ.get("REQUEST_METHOD"),
+            _uri(environ),
+        )
         try:
             return self.application(environ, record_status)
         finally:
             if LOG.isEnabledFor(logging.INFO):
-                self._log(environ, status_holder, time.perf_counter() - started)
+                _write(environ, answer, time.perf_counter() - started)
 
-    @staticmethod
-    def _log(environ, status_holder, elapsed):
-        uri = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
-        if environ.get("QUERY_STRING"):
-            uri += "?" + environ["QUERY_STRING"]
-        version = environ.get("placement.microversion")
-        LOG.info(
-            '%s "%s %s" status: %s len: %s microversion: %s time: %.4fs request_id: %s',
-            environ.get("REMOTE_ADDR", "-"),
-            environ.get("REQUEST_METHOD"),
-            uri,
-            status_holder.get("status", "-"),
-            status_holder.get("length", "-"),
-            f"{version.major}.{version.minor}" if version else "-",
-            elapsed,
-            environ.get("openstack.request_id", "-"),
-        )
+
+def _remote(environ) -> str:
+    return environ.get("REMOTE_ADDR") or "-"
+
+
+def _uri(environ) -> str:
+    uri = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+    if environ.get("QUERY_STRING"):
+        uri += "?" + environ["QUERY_STRING"]
+    return uri
+
+
+def _write(environ, answer: dict, elapsed: float) -> None:
+    # The caller as the request context sees it: the headers the auth layer left.
+    caller = RequestContext.from_environ(environ, environ[ENV_REQUEST_ID])
+    version = environ.get(ENV_MICROVERSION)
+    LOG.info(
+        LINE,
+        _remote(environ),
+        environ.get("REQUEST_METHOD"),
+        _uri(environ),
+        answer.get("status", "-"),
+        answer.get("length", "-"),
+        f"{version.major}.{version.minor}" if version else "-",
+        elapsed,
+        environ[ENV_REQUEST_ID],
+        caller.user_id or "-",
+        caller.project_id or "-",
+    )

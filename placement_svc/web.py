@@ -38,13 +38,19 @@ def check_accept(req: falcon.Request) -> None:
         raise errors.NotAcceptable(f"Only {JSON} is provided")
 
 
-def read_json(req: falcon.Request, schema: dict | None = None):
-    """The request body as JSON, checked for media type, syntax and schema."""
+def require_json(req: falcon.Request) -> None:
+    """415 unless the request says its body is JSON. Upstream checks this before
+    policy, so a handler with a body calls this, then ``can``, then reads it."""
     media_type = (req.content_type or "").split(";", 1)[0].strip().lower()
     if media_type != JSON:
         raise errors.UnsupportedMediaType(
             f"The media type {req.content_type or 'None'} is not supported, use {JSON}"
         )
+
+
+def read_json(req: falcon.Request, schema: dict | None = None):
+    """The request body as JSON, checked for media type, syntax and schema."""
+    require_json(req)
     raw = req.bounded_stream.read(MAX_BODY_BYTES + 1)
     if len(raw) > MAX_BODY_BYTES:
         raise errors.PayloadTooLarge(f"Request body is larger than {MAX_BODY_BYTES} bytes.")

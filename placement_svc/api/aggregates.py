@@ -6,6 +6,7 @@ from placement_svc import microversion as mv
 from placement_svc import web
 from placement_svc.db import aggregates as store
 from placement_svc.db import providers
+from placement_svc.policies import aggregates as policies
 from placement_svc.schemas import aggregate as schema
 
 
@@ -23,6 +24,7 @@ class Aggregates:
     def list(self, req, resp, uuid):
         web.require_version(req, mv.AGGREGATES)
         web.check_accept(req)
+        req.context.placement.can(policies.LIST)
 
         def read(conn):
             provider = providers.get(conn, uuid)
@@ -32,6 +34,8 @@ class Aggregates:
 
     def replace(self, req, resp, uuid):
         web.require_version(req, mv.AGGREGATES)
+        web.require_json(req)
+        req.context.placement.can(policies.UPDATE)
         with_generation = web.version(req) >= mv.AGGREGATE_GENERATION
         data = web.read_json(req)
 

@@ -7,6 +7,7 @@ import random
 from placement_svc import microversion as mv
 from placement_svc import web
 from placement_svc.candidates import merge, render, request, search
+from placement_svc.policies import allocation_candidates as policies
 from placement_svc.schemas import allocation_candidate as schema
 
 
@@ -18,6 +19,7 @@ class AllocationCandidates:
     def list(self, req, resp):
         web.require_version(req, mv.ALLOCATION_CANDIDATES)
         web.check_accept(req)
+        req.context.placement.can(policies.LIST)
         version = web.version(req)
         wanted = request.parse(web.query(req, schema.query_schema(version)), version)
         rng = random.Random() if self.conf.randomize_allocation_candidates else None

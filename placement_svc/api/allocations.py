@@ -14,6 +14,7 @@ from placement_svc.api import reshaper, usages_total
 from placement_svc.api.allocation_writes import incomplete_ids, wanted_for, write_retrying
 from placement_svc.db import allocations as store
 from placement_svc.db import capacity, providers
+from placement_svc.policies import allocations as policies
 from placement_svc.schemas import allocation as schema
 from placement_svc.uuidutil import is_uuid_like
 
@@ -42,10 +43,6 @@ def post_schema(version) -> dict:
     return schema.POST_V1_13
 
 
-def _sends_json(req) -> bool:
-    return (req.content_type or "").split(";", 1)[0].strip().lower() == web.JSON
-
-
 class Allocations:
     def __init__(self, db, conf):
         self.db = db
@@ -56,6 +53,7 @@ class Allocations:
     def show(self, req, resp, consumer_uuid):
         """Never a 404: a consumer without allocations has ``{}``."""
         web.check_accept(req)
+        req.context.placement.can(policies.ALLOC_LIST)
         version = web.version(req)
         consumer, found = self.db.read(lambda conn: store.for_consumer(conn, consumer_uuid))
         by_provider: dict[str, dict] = {}
@@ -76,6 +74,7 @@ class Allocations:
 
     def for_provider(self, req, resp, uuid):
         web.check_accept(req)
+        req.context.placement.can(policies.RP_ALLOC_LIST)
         version = web.version(req)
 
         not_found = (
@@ -98,8 +97,10 @@ class Allocations:
         web.cache_headers(req, resp, web.newest(found))
 
     def replace(self, req, resp, consumer_uuid):
+        web.require_json(req)
+        req.context.placement.can(policies.ALLOC_UPDATE)
         version = web.version(req)
-        if _sends_json(req) and not is_uuid_like(consumer_uuid):
+        if not is_uuid_like(consumer_uuid):
             raise errors.BadRequest(f"Malformed consumer_uuid: {consumer_uuid}")
         data = web.read_json(req, put_schema(version))
         consumer_uuid = str(uuidlib.UUID(consumer_uuid))
@@ -112,6 +113,8 @@ class Allocations:
 
     def post_many(self, req, resp):
         web.require_version(req, mv.POST_ALLOCATIONS)
+        web.require_json(req)
+        req.context.placement.can(policies.ALLOC_MANAGE)
         version = web.version(req)
         data = web.read_json(req, post_schema(version))
         wanted = [wanted_for(consumer_uuid, body) for consumer_uuid, body in data.items()]
@@ -133,6 +136,7 @@ class Allocations:
             raise errors.Conflict(f"Unable to allocate inventory: {exc.message}") from None
 
     def delete(self, req, resp, consumer_uuid):
+        req.context.placement.can(policies.ALLOC_DELETE)
         if not self.db.write(lambda conn: store.delete_for_consumer(conn, consumer_uuid)):
             raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
         web.no_content(resp)

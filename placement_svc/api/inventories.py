@@ -11,6 +11,7 @@ from placement_svc import errors, web
 from placement_svc import microversion as mv
 from placement_svc.db import inventories as store
 from placement_svc.db import names, providers
+from placement_svc.policies import inventories as policies
 from placement_svc.schemas import inventory as schema
 
 
@@ -72,6 +73,7 @@ class Inventories:
 
     def list(self, req, resp, uuid):
         web.check_accept(req)
+        req.context.placement.can(policies.LIST)
 
         def read(conn):
             provider = _provider_for_read(conn, uuid)
@@ -82,6 +84,7 @@ class Inventories:
 
     def show(self, req, resp, uuid, resource_class):
         web.check_accept(req)
+        req.context.placement.can(policies.SHOW)
 
         def read(conn):
             provider = _provider_for_read(conn, uuid)
@@ -94,6 +97,8 @@ class Inventories:
         self._send_one(req, resp, provider.generation, inv)
 
     def replace_all(self, req, resp, uuid):
+        web.require_json(req)
+        req.context.placement.can(policies.UPDATE)
         data = web.read_json(req)
 
         def write(conn):
@@ -118,6 +123,8 @@ class Inventories:
 
     def create(self, req, resp, uuid):
         """POST one class; the body's generation, when given, is not checked (as upstream)."""
+        web.require_json(req)
+        req.context.placement.can(policies.CREATE)
         data = web.read_json(req)
 
         def write(conn):
@@ -150,6 +157,8 @@ class Inventories:
         self._send_one(req, resp, generation, inv, status=201)
 
     def update(self, req, resp, uuid, resource_class):
+        web.require_json(req)
+        req.context.placement.can(policies.UPDATE)
         data = web.read_json(req)
 
         def write(conn):
@@ -175,6 +184,8 @@ class Inventories:
         self._send_one(req, resp, generation, inv)
 
     def delete(self, req, resp, uuid, resource_class):
+        req.context.placement.can(policies.DELETE)
+
         def write(conn):
             provider = _provider(conn, uuid)
             current = store.list_for(conn, provider.id)
@@ -205,6 +216,7 @@ class Inventories:
     def delete_all(self, req, resp, uuid):
         if web.version(req) < mv.DELETE_INVENTORIES:
             raise errors.MethodNotAllowed(req.method, ["GET", "POST", "PUT"])
+        req.context.placement.can(policies.DELETE)
 
         def write(conn):
             provider = _provider(conn, uuid)

@@ -6,6 +6,7 @@ from placement_svc import errors, web
 from placement_svc import microversion as mv
 from placement_svc.db import names, providers
 from placement_svc.db import provider_traits as store
+from placement_svc.policies import traits as policies
 from placement_svc.schemas import trait as schema
 
 
@@ -23,6 +24,7 @@ class ProviderTraits:
     def list(self, req, resp, uuid):
         web.require_version(req, mv.TRAITS)
         web.check_accept(req)
+        req.context.placement.can(policies.RP_TRAIT_LIST)
 
         def read(conn):
             missing = f"No resource provider with uuid {uuid} found"
@@ -33,6 +35,8 @@ class ProviderTraits:
 
     def replace(self, req, resp, uuid):
         web.require_version(req, mv.TRAITS)
+        web.require_json(req)
+        req.context.placement.can(policies.RP_TRAIT_UPDATE)
         data = web.read_json(req, schema.PROVIDER_TRAITS)
 
         def write(conn):
@@ -57,6 +61,7 @@ class ProviderTraits:
 
     def delete(self, req, resp, uuid):
         web.require_version(req, mv.TRAITS)
+        req.context.placement.can(policies.RP_TRAIT_DELETE)
 
         def write(conn):
             provider = providers.get(conn, uuid)

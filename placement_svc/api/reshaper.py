@@ -23,6 +23,7 @@ from placement_svc import microversion as mv
 from placement_svc.api.allocation_writes import incomplete_ids, wanted_for, write_retrying
 from placement_svc.db import allocations as store
 from placement_svc.db import capacity, inventories, providers, tables
+from placement_svc.policies import reshaper as policies
 from placement_svc.schemas import reshaper as schema
 
 _CLASS_NAME = re.compile(r"^[A-Z0-9_]+$")
@@ -55,6 +56,8 @@ class Reshaper:
 
     def reshape(self, req, resp):
         web.require_version(req, mv.RESHAPER)
+        web.require_json(req)
+        req.context.placement.can(policies.RESHAPE)
         version = web.version(req)
         data = web.read_json(req, _schema(version))
         new = {

@@ -6,6 +6,7 @@ from placement_svc import errors, web
 from placement_svc import microversion as mv
 from placement_svc.db import resource_classes as store
 from placement_svc.db import tables
+from placement_svc.policies import resource_classes as policies
 from placement_svc.schemas import resource_class as schema
 
 
@@ -46,12 +47,15 @@ class ResourceClasses:
     def list(self, req, resp):
         web.require_version(req, mv.RESOURCE_CLASSES)
         web.check_accept(req)
+        req.context.placement.can(policies.LIST)
         classes = self.db.read(store.list_all)
         web.render(resp, {"resource_classes": [_body(req, rc) for rc in classes]})
         web.cache_headers(req, resp, web.newest(classes))
 
     def create(self, req, resp):
         web.require_version(req, mv.RESOURCE_CLASSES)
+        web.require_json(req)
+        req.context.placement.can(policies.CREATE)
         name = web.read_json(req, schema.NAME_BODY)["name"]
         try:
             self.db.write(lambda conn: store.create(conn, name))
@@ -65,13 +69,18 @@ class ResourceClasses:
     def show(self, req, resp, name):
         _require_version_and_name(req, name)
         web.check_accept(req)
+        req.context.placement.can(policies.SHOW)
         rc = self._get(name)
         web.render(resp, _body(req, rc))
         web.cache_headers(req, resp, rc.modified)
 
     def update(self, req, resp, name):
         _require_version_and_name(req, name)
-        if web.version(req) >= mv.RESOURCE_CLASS_PUT_CREATES:
+        ensure = web.version(req) >= mv.RESOURCE_CLASS_PUT_CREATES
+        if not ensure:
+            web.require_json(req)  # a rename has a body; from 1.7 there is none
+        req.context.placement.can(policies.UPDATE)
+        if ensure:
             return self._ensure(req, resp, name)
         new_name = web.read_json(req, schema.NAME_BODY)["name"]
 
@@ -109,6 +118,7 @@ class ResourceClasses:
 
     def delete(self, req, resp, name):
         _require_version_and_name(req, name)
+        req.context.placement.can(policies.DELETE)
 
         def delete(conn):
             rc = self._get(name, conn)

@@ -7,6 +7,7 @@ import uuid as uuidlib
 from placement_svc import microversion as mv
 from placement_svc import queryparams, web
 from placement_svc.db import providers as store
+from placement_svc.policies import resource_providers as policies
 from placement_svc.schemas import resource_provider as schema
 
 
@@ -42,6 +43,7 @@ class ResourceProviders:
 
     def list(self, req, resp):
         web.check_accept(req)
+        req.context.placement.can(policies.LIST)
         version = web.version(req)
         params = web.query(req, schema.list_query(version))
         found = self.db.read(lambda conn: self._filtered(conn, params, version))
@@ -63,6 +65,8 @@ class ResourceProviders:
         )
 
     def create(self, req, resp):
+        web.require_json(req)
+        req.context.placement.can(policies.CREATE)
         version = web.version(req)
         nested = version >= mv.NESTED_PROVIDERS
         data = web.read_json(req, schema.CREATE_V1_14 if nested else schema.CREATE_V1_0)
@@ -80,11 +84,14 @@ class ResourceProviders:
 
     def show(self, req, resp, uuid):
         web.check_accept(req)
+        req.context.placement.can(policies.SHOW)
         provider = self.db.read(lambda conn: store.get(conn, uuid))
         web.render(resp, represent(req, provider))
         web.cache_headers(req, resp, provider.modified)
 
     def update(self, req, resp, uuid):
+        web.require_json(req)
+        req.context.placement.can(policies.UPDATE)
         version = web.version(req)
         nested = version >= mv.NESTED_PROVIDERS
         data = web.read_json(req)
@@ -105,6 +112,8 @@ class ResourceProviders:
         web.cache_headers(req, resp, provider.modified)
 
     def delete(self, req, resp, uuid):
+        req.context.placement.can(policies.DELETE)
+
         def delete(conn):
             provider = store.get(
                 conn, uuid, f"No resource provider with uuid {uuid} found for delete"

@@ -7,6 +7,7 @@ import jsonschema
 from placement_svc import errors, web
 from placement_svc import microversion as mv
 from placement_svc.db import traits as store
+from placement_svc.policies import traits as policies
 from placement_svc.schemas import trait as schema
 
 _INVALID_TRAIT = (
@@ -54,6 +55,7 @@ class Traits:
     def list(self, req, resp):
         web.require_version(req, mv.TRAITS)
         web.check_accept(req)
+        req.context.placement.can(policies.TRAITS_LIST)
         filters = _filters(web.query(req, schema.LIST_QUERY))
         found = self.db.read(lambda conn: store.list_filtered(conn, **filters))
         web.render(resp, {"traits": [t.name for t in found]})
@@ -61,12 +63,14 @@ class Traits:
 
     def show(self, req, resp, name):
         _require_version_and_name(req, name)
+        req.context.placement.can(policies.TRAITS_SHOW)
         trait = self._get(name)
         web.no_content(resp)
         web.cache_headers(req, resp, trait.modified)
 
     def update(self, req, resp, name):
         _require_version_and_name(req, name)
+        req.context.placement.can(policies.TRAITS_UPDATE)
         try:
             jsonschema.validate(name, schema.CUSTOM_TRAIT)
         except jsonschema.ValidationError:
@@ -78,6 +82,7 @@ class Traits:
 
     def delete(self, req, resp, name):
         _require_version_and_name(req, name)
+        req.context.placement.can(policies.TRAITS_DELETE)
 
         def delete(conn):
             trait = store.get(conn, name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from placement_svc import web
 from placement_svc.db import inventories, names, providers
+from placement_svc.policies import usages as policies
 
 
 class ProviderUsages:
@@ -12,6 +13,7 @@ class ProviderUsages:
 
     def show(self, req, resp, uuid):
         web.check_accept(req)
+        req.context.placement.can(policies.PROVIDER_USAGES)
 
         def read(conn):
             missing = f"No resource provider with uuid {uuid} found"

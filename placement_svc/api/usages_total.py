@@ -5,6 +5,7 @@ from __future__ import annotations
 from placement_svc import microversion as mv
 from placement_svc import web
 from placement_svc.db import usages as store
+from placement_svc.policies import usages as policies
 from placement_svc.schemas import usage as schema
 
 
@@ -15,6 +16,9 @@ class TotalUsages:
     def show(self, req, resp):
         web.require_version(req, mv.USAGES)
         web.check_accept(req)
+        # The project asked about is the target (checked before the query is).
+        project_ids = web.query(req).get("project_id") or [None]
+        req.context.placement.can(policies.TOTAL_USAGES, {"project_id": project_ids[-1]})
         by_type = web.version(req) >= mv.CONSUMER_TYPES
         params = web.query(req, schema.QUERY_V1_38 if by_type else schema.QUERY_V1_9)
 

@@ -1,6 +1,9 @@
 """Gabbi fixtures: a fresh database and application per YAML file.
 
-``APIFixture`` is the default: quick-start configuration (noauth2). The
+``APIFixture`` is the default: quick-start configuration (noauth2) and
+oslo.policy's own [oslo_policy] defaults; the policy fixtures
+(``LegacyRBACFixture``, ``SecureRBACFixture``, ``OpenPolicyFixture``) change
+only [oslo_policy]. The
 environment variables it sets are there for YAML files to use as
 ``$ENVIRON['NAME']``: fresh uuids per file, so files never depend on each
 other's data.
@@ -9,11 +12,13 @@ other's data.
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 
 from gabbi import fixture
+from oslo_policy import opts as policy_opts
 
-from placement_svc import app, conf
+from placement_svc import app, conf, policies
 from tests.functional import databases
 
 UUID_NAMES = (
@@ -61,7 +66,55 @@ def for_backend(backend: str, slot) -> dict:
         def stop_fixture(self):
             slot.app = None
 
-    return {"APIFixture": APIFixture}
+    class CORSFixture(APIFixture):
+        """CORS on for one origin; every other [cors] option at its default."""
+
+        config_overrides = {"cors.allowed_origin": ["http://valid.example.com"]}
+
+    class LegacyRBACFixture(APIFixture):
+        """Policy with the deprecated admin-only defaults ORed in, as upstream
+        deployments that set [oslo_policy] enforce_new_defaults = False."""
+
+        config_overrides = {"oslo_policy.enforce_new_defaults": False}
+
+    class SecureRBACFixture(APIFixture):
+        """Policy with the new defaults only, and scope enforced."""
+
+        config_overrides = {"oslo_policy.enforce_new_defaults": True, **_ENFORCE_SCOPE}
+
+    class OpenPolicyFixture(APIFixture):
+        """A policy file that opens every API rule ("@") to any caller."""
+
+        def start_fixture(self):
+            self.policy_dir = tempfile.TemporaryDirectory(prefix="placement-policy-")
+            path = os.path.join(self.policy_dir.name, "policy.yaml")
+            with open(path, "w", encoding="utf-8") as handle:
+                for rule in policies.list_rules():
+                    if rule.name.startswith("placement:"):
+                        handle.write(f'"{rule.name}": "@"\n')
+            self.config_overrides = {"oslo_policy.policy_file": path}
+            super().start_fixture()
+
+        def stop_fixture(self):
+            super().stop_fixture()
+            self.policy_dir.cleanup()
+
+    return {
+        "APIFixture": APIFixture,
+        "CORSFixture": CORSFixture,
+        "LegacyRBACFixture": LegacyRBACFixture,
+        "SecureRBACFixture": SecureRBACFixture,
+        "OpenPolicyFixture": OpenPolicyFixture,
+    }
+
+
+# oslo.policy before 6.0 has [oslo_policy] enforce_scope; from 6.0 scope is
+# always enforced and the option is gone.
+_ENFORCE_SCOPE = (
+    {"oslo_policy.enforce_scope": True}
+    if any(opt.name == "enforce_scope" for _group, opts in policy_opts.list_opts() for opt in opts)
+    else {}
+)
 
 
 ADMIN_HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}

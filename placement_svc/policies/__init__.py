@@ -1,0 +1,41 @@
+"""Placement's policy defaults: the base rules and one rule per API operation.
+
+The names are upstream Placement's (``placement:resource_providers:list``,
+...), so an operator's policy.yaml keeps its meaning. ``list_rules`` is the
+``oslo.policy.policies`` entry point (namespace ``placement``) that
+oslopolicy-sample-generator and friends read.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from placement_svc.policies import (
+    aggregates,
+    allocation_candidates,
+    allocations,
+    base,
+    inventories,
+    reshaper,
+    resource_classes,
+    resource_providers,
+    traits,
+    usages,
+)
+
+FAMILIES = (
+    base,
+    resource_providers,
+    resource_classes,
+    inventories,
+    aggregates,
+    usages,
+    traits,
+    allocations,
+    allocation_candidates,
+    reshaper,
+)
+
+
+def list_rules():
+    return list(itertools.chain.from_iterable(family.list_rules() for family in FAMILIES))

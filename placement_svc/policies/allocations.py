@@ -1,0 +1,39 @@
+"""/allocations, /allocations/{consumer_uuid} and /resource_providers/{uuid}/allocations."""
+
+from __future__ import annotations
+
+from placement_svc.policies.base import ADMIN_OR_SERVICE, api_rule
+
+ALLOC_MANAGE = "placement:allocations:manage"
+ALLOC_LIST = "placement:allocations:list"
+ALLOC_UPDATE = "placement:allocations:update"
+ALLOC_DELETE = "placement:allocations:delete"
+RP_ALLOC_LIST = "placement:resource_providers:allocations:list"
+
+OF_CONSUMER = "/allocations/{consumer_uuid}"
+
+rules = [
+    api_rule(
+        ALLOC_MANAGE,
+        ADMIN_OR_SERVICE,
+        "Write the allocations of several consumers at once.",
+        "POST /allocations",
+    ),
+    api_rule(ALLOC_LIST, ADMIN_OR_SERVICE, "Show a consumer's allocations.", f"GET {OF_CONSUMER}"),
+    api_rule(
+        ALLOC_UPDATE, ADMIN_OR_SERVICE, "Replace a consumer's allocations.", f"PUT {OF_CONSUMER}"
+    ),
+    api_rule(
+        ALLOC_DELETE, ADMIN_OR_SERVICE, "Delete a consumer's allocations.", f"DELETE {OF_CONSUMER}"
+    ),
+    api_rule(
+        RP_ALLOC_LIST,
+        ADMIN_OR_SERVICE,
+        "List the allocations made against a resource provider.",
+        "GET /resource_providers/{uuid}/allocations",
+    ),
+]
+
+
+def list_rules():
+    return rules

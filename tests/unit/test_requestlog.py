@@ -1,0 +1,160 @@
+"""The request log: one exact line per request, at INFO, on placement_svc.requests.
+
+Each test sends one request through the whole middleware chain of
+``create_app`` (to paths that never touch the database) and compares the
+line word for word: the address (the proxy's headers honoured only when
+[oslo_middleware] enable_proxy_headers_parsing says so), the path with its
+query string, status, length, microversion, time, request id, user and
+project.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import wsgiref.util
+
+import pytest
+
+from placement_svc import app, conf, requestlog
+from placement_svc.db.engine import Database, create_engine
+
+TOKEN_AND_LATEST = {"HTTP_X_AUTH_TOKEN": "admin", "HTTP_OPENSTACK_API_VERSION": "placement latest"}
+
+
+def make_app(**overrides):
+    cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
+    cfg.set_override("auth_strategy", "noauth2", group="api")
+    for key, value in overrides.items():
+        group, _dot, name = key.partition(".")
+        cfg.set_override(name, value, group=group)
+    # The database is never reached: every request here is answered before.
+    return app.create_app(cfg, Database(create_engine("sqlite://")))
+
+
+def call(application, method, path, query="", **headers):
+    """(status, headers, body) of one request from 127.0.0.1."""
+    environ = {}
+    wsgiref.util.setup_testing_defaults(environ)
+    environ.update(
+        REQUEST_METHOD=method,
+        PATH_INFO=path,
+        QUERY_STRING=query,
+        REMOTE_ADDR="127.0.0.1",
+        **{"wsgi.input": io.BytesIO(b"")},
+        **headers,
+    )
+    answer = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        answer["status"], answer["headers"] = status, dict(response_headers)
+
+    body = b"".join(application(environ, start_response))
+    return answer["status"], {k.lower(): v for k, v in answer["headers"].items()}, body
+
+
+@pytest.fixture
+def log(caplog, monkeypatch):
+    """The request log's records; every request takes exactly 0.0123 s."""
+    ticks = iter([100.0, 100.0123])
+    monkeypatch.setattr(requestlog.time, "perf_counter", lambda: next(ticks))
+    caplog.set_level(logging.INFO, logger="placement_svc.requests")
+    return caplog
+
+
+def the_line(caplog) -> str:
+    records = [r for r in caplog.records if r.name == "placement_svc.requests"]
+    assert len(records) == 1, [r.getMessage() for r in records]
+    assert records[0].levelno == logging.INFO
+    return records[0].getMessage()
+
+
+def test_the_line_behind_a_proxy_with_query_microversion_user_and_project(log):
+    application = make_app(**{"oslo_middleware.enable_proxy_headers_parsing": True})
+    status, headers, body = call(
+        application,
+        "GET",
+        "/",
+        "with=query&and=more",
+        HTTP_X_FORWARDED_FOR="203.0.113.9",
+        HTTP_X_AUTH_TOKEN="alice:project-a",
+        HTTP_OPENSTACK_API_VERSION="placement 1.20",
+    )
+    assert status == "200 OK"
+    request_id = headers["x-openstack-request-id"]
+    assert the_line(log) == (
+        f'203.0.113.9 "GET /?with=query&and=more" status: 200 len: {len(body)}'
+        f" microversion: 1.20 time: 0.0123s request_id: {request_id}"
+        " user: alice project: project-a"
+    )
+
+
+def test_the_rfc_7239_forwarded_header_is_honoured_too(log):
+    application = make_app(**{"oslo_middleware.enable_proxy_headers_parsing": True})
+    _status, headers, body = call(
+        application, "GET", "/", HTTP_FORWARDED="for=198.51.100.4;proto=https", **TOKEN_AND_LATEST
+    )
+    assert the_line(log) == (
+        f'198.51.100.4 "GET /" status: 200 len: {len(body)} microversion: 1.39'
+        f" time: 0.0123s request_id: {headers['x-openstack-request-id']}"
+        " user: admin project: admin"
+    )
+
+
+def test_without_proxy_header_parsing_the_address_is_the_peers(log):
+    application = make_app()
+    _status, headers, body = call(
+        application, "GET", "/", HTTP_X_FORWARDED_FOR="203.0.113.9", **TOKEN_AND_LATEST
+    )
+    assert the_line(log).startswith('127.0.0.1 "GET /" status: 200 ')
+
+
+def test_an_error_answer_is_logged_with_its_status_and_microversion(log):
+    status, headers, body = call(make_app(), "GET", "/no/such/place", "x=1", **TOKEN_AND_LATEST)
+    assert status == "404 Not Found"
+    assert the_line(log) == (
+        f'127.0.0.1 "GET /no/such/place?x=1" status: 404 len: {len(body)} microversion: 1.39'
+        f" time: 0.0123s request_id: {headers['x-openstack-request-id']}"
+        " user: admin project: admin"
+    )
+
+
+def test_an_unauthenticated_request_has_no_microversion_user_or_project(log):
+    status, headers, body = call(make_app(), "GET", "/traits", HTTP_X_USER_ID="spoofed")
+    assert status == "401 Unauthorized"
+    assert the_line(log) == (
+        f'127.0.0.1 "GET /traits" status: 401 len: {len(body)} microversion: -'
+        f" time: 0.0123s request_id: {headers['x-openstack-request-id']} user: - project: -"
+    )
+
+
+def test_a_cors_preflight_gets_a_request_id_and_a_line(log):
+    application = make_app(**{"cors.allowed_origin": ["http://valid.example.com"]})
+    status, headers, _body = call(
+        application,
+        "OPTIONS",
+        "/traits",
+        HTTP_ORIGIN="http://valid.example.com",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET",
+    )
+    assert status == "200 OK"
+    assert headers["access-control-allow-origin"] == "http://valid.example.com"
+    request_id = headers["x-openstack-request-id"]
+    assert request_id.startswith("req-")
+    assert the_line(log) == (
+        f'127.0.0.1 "OPTIONS /traits" status: 200 len: 0 microversion: -'
+        f" time: 0.0123s request_id: {request_id} user: - project: -"
+    )
+
+
+def test_the_request_id_in_the_line_is_the_one_in_the_error_body(log):
+    _status, headers, body = call(make_app(), "GET", "/nowhere", **TOKEN_AND_LATEST)
+    request_id = headers["x-openstack-request-id"]
+    assert request_id.encode() in body
+    assert f"request_id: {request_id} " in the_line(log)
+
+
+def test_nothing_is_logged_above_info(caplog):
+    caplog.set_level(logging.WARNING, logger="placement_svc.requests")
+    call(make_app(), "GET", "/", **TOKEN_AND_LATEST)
+    assert not [r for r in caplog.records if r.name == "placement_svc.requests"]
