@@ -458,7 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check = upgrade_commands.add_parser("check", parents=[leaf], help=text, description=text)
     check.add_argument("--json", action="store_true", help="print the results as JSON")
-    check.set_defaults(func=status_upgrade_check, log_level=logging.WARNING)
+    # An error is 255 here: 1 is a warning in OpenStack's upgrade-check codes.
+    check.set_defaults(func=status_upgrade_check, log_level=logging.WARNING, error_code=255)
 
     text = (
         "Print the effective policy, one 'rule: check' line per rule: the defaults "
@@ -523,7 +524,7 @@ def _fail(args, message: str) -> int:
     if args.debug:
         LOG.exception("the command failed")
     print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 1
+    return getattr(args, "error_code", 1)
 
 
 if __name__ == "__main__":

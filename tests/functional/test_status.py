@@ -227,3 +227,11 @@ def test_an_unreachable_database_is_one_error_line_and_255(tmp_path):
     assert result.stdout == ""
     assert_one_line_error(result, "127.0.0.1:1")
     assert "secret" not in result.stderr
+
+
+def test_a_missing_config_file_is_one_error_line_and_255_not_a_warning(tmp_path):
+    result = run(
+        "status", "upgrade", "check", "--config-file", str(tmp_path / "nope.conf"), cwd=tmp_path
+    )
+    assert result.returncode == 255
+    assert_one_line_error(result, "nope.conf")
