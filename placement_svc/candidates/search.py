@@ -48,7 +48,7 @@ def search(conn: Connection, request: Request) -> Found:
     for rc, amount in smallest.items():
         if amount > tables.MAX_INT:  # no inventory can hold it (max_unit is an INT)
             continue
-        for row in conn.execute(_room_query(rc_ids[rc], amount)):
+        for row in conn.execute(_room_query(rc_ids[rc], amount)).all():
             found.room[(row.resource_provider_id, rc)] = Room(
                 row.free,
                 row.min_unit,
@@ -105,7 +105,7 @@ def _load_trees(conn, found: Found, provider_ids: set[int]) -> None:
         sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id, RP.c.root_provider_id).where(
             RP.c.root_provider_id.in_(roots.scalar_subquery())
         )
-    )
+    ).all()
     for row in rows:
         found.providers[row.id] = Provider(
             row.id, row.uuid, row.parent_provider_id, row.root_provider_id
@@ -135,7 +135,7 @@ def _load_sharing(conn, found: Found, sharing_trait_id: int | None) -> None:
         )
         .where(mine.c.resource_provider_id.in_(found.sharing))
         .distinct()
-    )
+    ).all()
     for sharing_id, root_id in rows:
         found.shares_with.setdefault(sharing_id, set()).add(root_id)
     for sharing_id in found.sharing:
@@ -149,7 +149,7 @@ def _load_sharing(conn, found: Found, sharing_trait_id: int | None) -> None:
             sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id, RP.c.root_provider_id).where(
                 RP.c.root_provider_id.in_(missing_roots)
             )
-        )
+        ).all()
         for row in rows:
             found.providers[row.id] = Provider(
                 row.id, row.uuid, row.parent_provider_id, row.root_provider_id
@@ -163,7 +163,7 @@ def _traits(conn, providers) -> dict[int, frozenset[str]]:
             sa.select(RPT.c.resource_provider_id, tables.traits.c.name)
             .join(tables.traits, tables.traits.c.id == RPT.c.trait_id)
             .where(RPT.c.resource_provider_id.in_(list(providers)))
-        )
+        ).all()
         for pid, name in rows:
             by_provider[pid].add(name)
     return {pid: frozenset(by_provider.get(pid, ())) for pid in providers}
@@ -176,7 +176,7 @@ def _aggregates(conn, providers) -> dict[int, frozenset[str]]:
             sa.select(RPA.c.resource_provider_id, AGG.c.uuid)
             .join(AGG, AGG.c.id == RPA.c.aggregate_id)
             .where(RPA.c.resource_provider_id.in_(list(providers)))
-        )
+        ).all()
         for pid, uuid in rows:
             by_provider[pid].add(uuid)
     return {pid: frozenset(by_provider.get(pid, ())) for pid in providers}
@@ -189,7 +189,11 @@ def _group_options(found: Found, group: RequestGroup, aggregates, request) -> di
         tree = next((p for p in found.providers.values() if p.uuid == group.in_tree), None)
         tree_root = tree.root_id if tree is not None else -1
 
+    unconstrained = tree_root is None and not group.member_of and not group.required
+
     def eligible(pid: int) -> bool:
+        if unconstrained:
+            return True
         provider = found.providers[pid]
         if tree_root is not None and provider.root_id != tree_root:
             return False
@@ -292,7 +296,7 @@ def inventories_of(
             )
         )
         .where(wanted)
-    )
+    ).all()
     for row in rows:
         capacity = int((row.total - row.reserved) * row.allocation_ratio)
         result.setdefault(row.resource_provider_id, {})[row.name] = (capacity, int(row.used))
