@@ -10,6 +10,7 @@ import httpx
 from keystonemiddleware import auth_token
 
 from placement_svc import app
+from placement_svc.db import migration
 from placement_svc.db.engine import Database, create_engine
 from tests.functional import fixtures
 
@@ -24,6 +25,7 @@ def _client(tmp_path):
         "www_authenticate_uri", "http://keystone.test/identity", group="keystone_authtoken"
     )
     engine = create_engine(f"sqlite:///{tmp_path}/k.db")
+    migration.sync(engine)
     application = app.create_app(conf, Database(engine))
     return httpx.Client(transport=httpx.WSGITransport(app=application), base_url="http://p")
 
@@ -40,3 +42,40 @@ def test_other_paths_need_a_keystone_token(tmp_path):
         answer = client.get(path, headers={"openstack-api-version": "placement latest"})
         assert answer.status_code == 401, path
         assert answer.headers["www-authenticate"] == 'Keystone uri="http://keystone.test/identity"'
+
+
+def test_keystone_tokens_carry_roles_and_project_into_policy(tmp_path):
+    """Token validation faked with keystonemiddleware's own fixture: the roles
+    and project of a valid token decide what policy allows; an unknown token
+    is a 401."""
+    from keystonemiddleware.fixture import AuthTokenFixture
+
+    with AuthTokenFixture() as tokens:
+        tokens.add_token_data(
+            token_id="admin-token", user_id="u-admin", project_id="p-admin", role_list=["admin"]
+        )
+        tokens.add_token_data(
+            token_id="reader-token",
+            user_id="u-reader",
+            project_id="p-reader",
+            role_list=["reader", "member"],
+        )
+        client = _client(tmp_path)
+        latest = {"openstack-api-version": "placement latest"}
+
+        def call(method, path, token, **kwargs):
+            return client.request(method, path, headers={**latest, "x-auth-token": token}, **kwargs)
+
+        assert call("GET", "/traits", "admin-token").status_code == 200
+        created = call("POST", "/resource_providers", "admin-token", json={"name": "cn"})
+        assert created.status_code == 200, created.text
+
+        refused = call("GET", "/resource_providers", "reader-token")
+        assert refused.status_code == 403
+        assert "placement:resource_providers:list" in refused.json()["errors"][0]["detail"]
+        own = call("GET", "/usages?project_id=p-reader", "reader-token")
+        assert own.status_code == 200, own.text
+        assert own.json()["usages"] == {}
+        assert call("GET", "/usages?project_id=p-admin", "reader-token").status_code == 403
+
+        assert call("GET", "/traits", "no-such-token").status_code == 401
