@@ -41,6 +41,12 @@ class _Slot:
     options: list[int]
     last_of_unsuffixed: bool = False
 
+    def __post_init__(self):
+        # Read on every step of the walk: plain attributes, not properties.
+        self.granular = self.group.same_provider
+        self.suffix = self.group.suffix
+        self.amounts = tuple(self.resources.items())
+
 
 def generate(
     request: Request,
@@ -154,12 +160,12 @@ def _tree_candidates(
     subtree_done = _subtree_completion(request, slots)
 
     def fits(pid: int, slot: _Slot) -> bool:
-        for rc, amount in slot.resources.items():
+        for rc, amount in slot.amounts:
             room = found.room[(pid, rc)]
             total = used.get((pid, rc), 0) + amount
             if total > room.free or total > room.max_unit:
                 return False
-        if slot.group.same_provider and request.isolate and granular_users.get(pid):
+        if slot.granular and request.isolate and granular_users.get(pid):
             return False
         if not request.nested:
             tree = found.providers[pid].root_id
@@ -176,15 +182,15 @@ def _tree_candidates(
             if not fits(pid, slot):
                 continue
             assigned.append(pid)
-            for rc, amount in slot.resources.items():
+            for rc, amount in slot.amounts:
                 used[(pid, rc)] = used.get((pid, rc), 0) + amount
-            if slot.group.same_provider:
+            if slot.granular:
                 granular_users[pid] = granular_users.get(pid, 0) + 1
             if _still_valid(request, found, slots, assigned, index, subtree_done):
                 yield from visit(index + 1)
-            if slot.group.same_provider:
+            if slot.granular:
                 granular_users[pid] -= 1
-            for rc, amount in slot.resources.items():
+            for rc, amount in slot.amounts:
                 used[(pid, rc)] -= amount
             assigned.pop()
 
@@ -204,12 +210,12 @@ def _still_valid(request, found: Found, slots, assigned, index, subtree_done) ->
     slot = slots[index]
     if slot.last_of_unsuffixed and slot.group.required.any_of:
         traits = frozenset().union(
-            *(found.traits[pid] for s, pid in zip(slots, assigned) if not s.group.same_provider)
+            *(found.traits[pid] for s, pid in zip(slots, assigned) if not s.granular)
         )
         if any(not (traits & any_of) for any_of in slot.group.required.any_of):
             return False
     for suffixes in subtree_done.get(index, ()):
-        members = {pid for s, pid in zip(slots, assigned) if s.group.suffix in suffixes}
+        members = {pid for s, pid in zip(slots, assigned) if s.suffix in suffixes}
         if not _one_is_ancestor_of_all(found, members):
             return False
     return True
@@ -231,11 +237,15 @@ def _candidate(slots: list[_Slot], assigned: list[int]) -> Candidate:
     allocations: dict[int, dict[str, int]] = {}
     mappings: dict[str, list[int]] = {}
     for slot, pid in zip(slots, assigned):
-        if slot.resources:
-            per_class = allocations.setdefault(pid, {})
-            for rc, amount in slot.resources.items():
+        if slot.amounts:
+            per_class = allocations.get(pid)
+            if per_class is None:
+                per_class = allocations[pid] = {}
+            for rc, amount in slot.amounts:
                 per_class[rc] = per_class.get(rc, 0) + amount
-        providers = mappings.setdefault(slot.group.suffix, [])
-        if pid not in providers:
+        providers = mappings.get(slot.suffix)
+        if providers is None:
+            mappings[slot.suffix] = [pid]
+        elif pid not in providers:
             providers.append(pid)
     return Candidate(allocations, {s: tuple(p) for s, p in mappings.items()})

@@ -66,7 +66,11 @@ def search(conn: Connection, request: Request) -> Found:
     _load_sharing(conn, found, trait_ids[SHARING_TRAIT] if SHARING_TRAIT in trait_ids else None)
     # 4. Traits and aggregates of every provider loaded.
     found.traits = _traits(conn, found.providers)
-    aggregates = _aggregates(conn, found.providers)
+    # Aggregates matter only to member_of (sharing has its own query above).
+    if any(group.member_of for group in request.groups.values()):
+        aggregates = _aggregates(conn, found.providers)
+    else:
+        aggregates = {}
     trees = {p.root_id: None for p in found.providers.values()}
     for suffix, group in request.groups.items():
         found.options[suffix] = _group_options(found, group, aggregates, request)
