@@ -204,15 +204,16 @@ def _group_options(found: Found, group: RequestGroup, aggregates, request) -> di
         # For the unsuffixed group an aggregate on a root spans its tree: the
         # provider itself or its root must meet every member_of. A sharing
         # provider, and a granular group's provider, must meet them itself.
-        holders = [aggregates[pid]]
-        if not group.same_provider and pid not in found.sharing:
-            holders.append(aggregates.get(provider.root_id, frozenset()))
-        if group.member_of.any_of and not any(
-            all(mine & any_of for any_of in group.member_of.any_of) for mine in holders
-        ):
-            return False
-        if any(mine & group.member_of.forbidden for mine in holders):
-            return False
+        if group.member_of:
+            holders = [aggregates[pid]]
+            if not group.same_provider and pid not in found.sharing:
+                holders.append(aggregates.get(provider.root_id, frozenset()))
+            if group.member_of.any_of and not any(
+                all(mine & any_of for any_of in group.member_of.any_of) for mine in holders
+            ):
+                return False
+            if any(mine & group.member_of.forbidden for mine in holders):
+                return False
         traits = found.traits[pid]
         if traits & group.required.forbidden:
             return False
