@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from placement_svc.db import tables
+from placement_svc.db import links, tables
 
 AGG = tables.placement_aggregates
 RPA = tables.resource_provider_aggregates
@@ -39,23 +39,4 @@ def _ensure_ids(conn: Connection, uuids: list[str]) -> dict[str, int]:
 def replace(conn: Connection, provider_id: int, uuids: list[str]) -> None:
     """Make the provider a member of exactly ``uuids``."""
     ids = _ensure_ids(conn, list(uuids)) if uuids else {}
-    current = {
-        row.aggregate_id
-        for row in conn.execute(
-            sa.select(RPA.c.aggregate_id).where(RPA.c.resource_provider_id == provider_id)
-        )
-    }
-    wanted = set(ids.values())
-    gone = current - wanted
-    if gone:
-        conn.execute(
-            sa.delete(RPA).where(
-                RPA.c.resource_provider_id == provider_id, RPA.c.aggregate_id.in_(gone)
-            )
-        )
-    new = wanted - current
-    if new:
-        conn.execute(
-            sa.insert(RPA),
-            [{"resource_provider_id": provider_id, "aggregate_id": agg_id} for agg_id in new],
-        )
+    links.replace(conn, RPA, "aggregate_id", provider_id, set(ids.values()))

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import datetime
-
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import tables
+from placement_svc.db import links, tables
 from placement_svc.db.records import Named
 
 TRAIT = tables.traits
@@ -26,24 +24,4 @@ def for_provider(conn: Connection, provider_id: int) -> list[Named]:
 
 def replace(conn: Connection, provider_id: int, trait_ids: set[int]) -> bool:
     """Make the provider's traits exactly ``trait_ids``; True when that changed anything."""
-    current = {
-        row.trait_id
-        for row in conn.execute(
-            sa.select(RPT.c.trait_id).where(RPT.c.resource_provider_id == provider_id)
-        )
-    }
-    gone = current - trait_ids
-    if gone:
-        conn.execute(
-            sa.delete(RPT).where(
-                RPT.c.resource_provider_id == provider_id, RPT.c.trait_id.in_(gone)
-            )
-        )
-    new = trait_ids - current
-    if new:
-        now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        conn.execute(
-            sa.insert(RPT),
-            [{"resource_provider_id": provider_id, "trait_id": t, "created_at": now} for t in new],
-        )
-    return bool(gone or new)
+    return links.replace(conn, RPT, "trait_id", provider_id, set(trait_ids))

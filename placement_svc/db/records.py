@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
 
 @dataclass(frozen=True)
 class Named:
@@ -18,3 +21,22 @@ class Named:
     @property
     def modified(self) -> datetime.datetime | None:
         return self.updated_at or self.created_at
+
+
+def storable(name: str) -> bool:
+    """False for names no row can hold; PostgreSQL refuses to even compare
+    a string with a NUL in it, so such names are never sent to it."""
+    return "\x00" not in name
+
+
+def get_named(conn: Connection, table: sa.Table, name: str) -> Named | None:
+    """The row of ``table`` with exactly this name, or None.
+
+    MariaDB compares "X " equal to "X", so the name is checked again here.
+    """
+    if not storable(name):
+        return None
+    row = conn.execute(sa.select(table).where(table.c.name == name)).first()
+    if row is None or row.name != name:
+        return None
+    return Named(row.id, row.name, row.created_at, row.updated_at)

@@ -8,7 +8,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from placement_svc.db import tables
-from placement_svc.db.records import Named
+from placement_svc.db.records import Named, get_named
 
 T = tables.resource_classes
 STANDARDS = frozenset(os_resource_classes.STANDARDS)
@@ -33,12 +33,6 @@ class IdsExhausted(Exception):
 CREATE_ATTEMPTS = 100
 
 
-def storable(name: str) -> bool:
-    """False for names no row can hold; PostgreSQL refuses to even compare
-    a string with a NUL in it, so such names are never sent to it."""
-    return "\x00" not in name
-
-
 def _record(row) -> Named:
     return Named(row.id, row.name, row.created_at, row.updated_at)
 
@@ -49,13 +43,10 @@ def list_all(conn: Connection) -> list[Named]:
 
 
 def get(conn: Connection, name: str) -> Named:
-    if not storable(name):
+    found = get_named(conn, T, name)
+    if found is None:
         raise NotFound(name)
-    row = conn.execute(sa.select(T).where(T.c.name == name)).first()
-    # MariaDB compares "X " equal to "X"; the name must match exactly.
-    if row is None or row.name != name:
-        raise NotFound(name)
-    return _record(row)
+    return found
 
 
 def create(conn: Connection, name: str) -> Named:

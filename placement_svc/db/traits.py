@@ -8,7 +8,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from placement_svc.db import tables
-from placement_svc.db.records import Named
+from placement_svc.db.records import Named, get_named, storable
 
 T = tables.traits
 RPT = tables.resource_provider_traits
@@ -24,12 +24,6 @@ class InUse(Exception):
 
 def is_standard(name: str) -> bool:
     return not name.startswith("CUSTOM_") and os_traits.is_valid_trait(name)
-
-
-def storable(name: str) -> bool:
-    """False for names no row can hold; PostgreSQL refuses to even compare
-    a string with a NUL in it, so such names are never sent to it."""
-    return "\x00" not in name
 
 
 def _record(row) -> Named:
@@ -71,13 +65,10 @@ def list_filtered(
 
 
 def get(conn: Connection, name: str) -> Named:
-    if not storable(name):
+    found = get_named(conn, T, name)
+    if found is None:
         raise NotFound(name)
-    row = conn.execute(sa.select(T).where(T.c.name == name)).first()
-    # MariaDB compares "X " equal to "X"; the name must match exactly.
-    if row is None or row.name != name:
-        raise NotFound(name)
-    return _record(row)
+    return found
 
 
 def ensure(conn: Connection, name: str) -> tuple[Named, bool]:
