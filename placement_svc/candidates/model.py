@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
+
+# Provider and Room are built once per row the search reads (thousands per
+# request): named tuples, which are several times cheaper to make than frozen
+# dataclasses and just as immutable.
 
 
-@dataclass(frozen=True)
-class Provider:
+class Provider(NamedTuple):
     id: int
     uuid: str
     parent_id: int | None
     root_id: int
 
 
-@dataclass(frozen=True)
-class Room:
+class Room(NamedTuple):
     """What is left of one class on one provider, and its unit rules."""
 
     free: float  # capacity - used
