@@ -5,7 +5,7 @@ Placement too), then times each query and prints its median and p95 latency
 and the number of candidates. Standard library only.
 
     python bench/candidates.py --url http://127.0.0.1:8778 [--scenario flat|nested|wide|all]
-        [--hosts 1000] [--repeat 20] [--token admin] [--workers 8]
+        [--hosts 1000] [--repeat 20] [--token admin] [--workers 8] [--no-load]
 
 The target database should be empty of the bench's names (run it against a
 fresh database): providers are named bench-<scenario>-<n>.
@@ -45,14 +45,18 @@ class Client:
         return self.local.conn
 
     def call(self, method: str, path: str, body=None):
+        status, data = self.raw(method, path, body)
+        return status, (json.loads(data) if data else None)
+
+    def raw(self, method: str, path: str, body=None):
+        """Status and body bytes, read in full (not parsed)."""
         payload = json.dumps(body) if body is not None else None
         for attempt in range(2):
             conn = self._conn()
             try:
                 conn.request(method, self.prefix + path, payload, self.headers)
                 response = conn.getresponse()
-                data = response.read()
-                return response.status, (json.loads(data) if data else None)
+                return response.status, response.read()
             except (http.client.HTTPException, ConnectionError):
                 self.local.conn = None
                 if attempt:
@@ -117,7 +121,8 @@ def allocate(client, rp_uuid, resources) -> bool:
     return status == 204
 
 
-AGGREGATES = [str(uuid.uuid4()) for _ in range(10)]
+# Fixed names, so that --no-load queries find the aggregates an earlier run made.
+AGGREGATES = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"bench-aggregate-{n}")) for n in range(10)]
 
 
 def load_flat(client, hosts, workers):
@@ -249,12 +254,14 @@ def measure(client, label, version, query, repeat):
     client.headers["openstack-api-version"] = f"placement {version}"
     timings, count = [], None
     for _ in range(repeat):
+        # Timed: the request until the last byte of the answer is read; the
+        # client's own JSON parsing is not the server's latency.
         start = time.perf_counter()
-        status, data = client.call("GET", "/allocation_candidates?" + query)
+        status, raw = client.raw("GET", "/allocation_candidates?" + query)
         timings.append(time.perf_counter() - start)
         if status != 200:
-            raise RuntimeError(f"{label}: {status} {data}")
-        count = len(data["allocation_requests"])
+            raise RuntimeError(f"{label}: {status} {raw[:500]!r}")
+        count = len(json.loads(raw)["allocation_requests"])
     client.headers["openstack-api-version"] = "placement 1.39"
     timings.sort()
     p95 = timings[min(len(timings) - 1, int(round(0.95 * (len(timings) - 1))))]
@@ -275,12 +282,19 @@ def main(argv=None):
     parser.add_argument("--wide-hosts", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument(
+        "--no-load",
+        action="store_true",
+        help="only run the queries: the cloud is already loaded by an earlier run",
+    )
     args = parser.parse_args(argv)
     client = Client(args.url, args.token)
     scenarios = ["flat", "nested", "wide"] if args.scenario == "all" else [args.scenario]
     for scenario in scenarios:
         start = time.perf_counter()
-        if scenario == "flat":
+        if args.no_load:
+            print(f"# {scenario}: queries only, on the cloud already there", flush=True)
+        elif scenario == "flat":
             allocated = load_flat(client, args.hosts, args.workers)
             note = "" if allocated else " (allocations API unavailable: none allocated)"
             size = f"{args.hosts} hosts{note}"
@@ -290,7 +304,8 @@ def main(argv=None):
         else:
             load_wide(client, args.wide_hosts, args.workers)
             size = f"{args.wide_hosts} hosts x 8 devices"
-        print(f"# {scenario}: loaded {size} in {time.perf_counter() - start:.1f} s", flush=True)
+        if not args.no_load:
+            print(f"# {scenario}: loaded {size} in {time.perf_counter() - start:.1f} s", flush=True)
         for label, version, query in queries(scenario):
             measure(client, label, version, query, args.repeat)
 

@@ -8,6 +8,7 @@ from email.utils import format_datetime
 
 import falcon
 import jsonschema
+import orjson
 
 from placement_svc import accept, errors
 from placement_svc import microversion as mv
@@ -67,15 +68,51 @@ def read_json(req: falcon.Request, schema: dict | None = None):
 
 def validate(data, schema: dict) -> None:
     try:
-        jsonschema.validate(data, schema, format_checker=_FORMAT_CHECKER)
+        _check(data, schema)
     except jsonschema.ValidationError as exc:
         raise errors.BadRequest(f"JSON does not validate: {exc}") from None
+
+
+# Schema (by identity) -> its validator. jsonschema.validate() checks the
+# schema itself on every call, which costs more than the validation; the
+# schemas are module constants or cached per microversion, so there are few.
+_VALIDATORS: dict[int, tuple[dict, jsonschema.protocols.Validator]] = {}
+
+
+def _check(data, schema: dict) -> None:
+    """jsonschema.validate(), with the schema checked once: raises the same
+    ValidationError (the most relevant one) for the same data."""
+    entry = _VALIDATORS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        if len(_VALIDATORS) > 256:  # not expected: schemas built per request
+            _VALIDATORS.clear()
+        entry = _VALIDATORS[id(schema)] = (schema, cls(schema, format_checker=_FORMAT_CHECKER))
+    error = jsonschema.exceptions.best_match(entry[1].iter_errors(data))
+    if error is not None:
+        raise error
 
 
 def render(resp: falcon.Response, body, status: int = 200) -> None:
     resp.status = status
     resp.content_type = JSON
-    resp.text = json.dumps(body)
+    resp.data = dumps(body)
+
+
+def dumps(body) -> bytes:
+    """A response body as compact UTF-8 JSON.
+
+    orjson writes a large body (an allocation candidates answer of a thousand
+    hosts) over ten times faster than the standard library; the JSON is the
+    same, only without the blanks after separators and with non-ASCII text as
+    UTF-8 rather than \\u escapes. Whatever orjson refuses (an integer beyond
+    64 bits, say) falls back to the standard library.
+    """
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(body).encode("utf-8")
 
 
 def no_content(resp: falcon.Response, status: int = 204) -> None:
@@ -123,7 +160,7 @@ def query(req: falcon.Request, schema: dict | None = None) -> dict[str, list[str
     if schema is not None:
         last = {key: values[-1] for key, values in params.items()}
         try:
-            jsonschema.validate(last, schema, format_checker=_FORMAT_CHECKER)
+            _check(last, schema)
         except jsonschema.ValidationError as exc:
             raise errors.BadRequest(f"Invalid query string parameters: {exc}") from None
     return params

@@ -31,7 +31,13 @@ class AllocationCandidates:
             )
             chosen = merge.take(stream, wanted.limit, self.conf.max_allocation_candidates, rng)
             providers = render.summary_providers(found, chosen, version)
-            inventories = search.inventories_of(conn, found, providers, wanted.resource_classes())
+            inventories = search.inventories_of(
+                conn,
+                found,
+                providers,
+                wanted.resource_classes(),
+                version >= mv.ALL_RESOURCES_IN_SUMMARIES,
+            )
             return render.body(found, chosen, inventories, wanted.resource_classes(), version)
 
         web.render(resp, self.db.read(work))

@@ -16,14 +16,13 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from placement_svc.candidates.model import Found
-from placement_svc.candidates.request import Request, RequestGroup
+from placement_svc.candidates.request import Request
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     allocations: dict[int, dict[str, int]]  # provider id -> class -> amount
     mappings: dict[str, tuple[int, ...]]  # group suffix -> provider ids
 
@@ -34,18 +33,17 @@ class Candidate:
         )
 
 
-@dataclass
-class _Slot:
-    group: RequestGroup
-    resources: dict[str, int]
-    options: list[int]
-    last_of_unsuffixed: bool = False
+class _Slot(NamedTuple):
+    """One provider to choose: a class of the unsuffixed group, or a granular
+    group whole. Built once per request; each tree only brings options."""
 
-    def __post_init__(self):
-        # Read on every step of the walk: plain attributes, not properties.
-        self.granular = self.group.same_provider
-        self.suffix = self.group.suffix
-        self.amounts = tuple(self.resources.items())
+    suffix: str
+    key: str | None  # the class (unsuffixed group) or None (a granular group)
+    amounts: tuple[tuple[str, int], ...]
+    granular: bool
+    # On the unsuffixed group's last slot: its any-of trait sets, which the
+    # providers chosen for the group must meet together.
+    collective_any_of: tuple[frozenset[str], ...] = ()
 
 
 def generate(
@@ -58,10 +56,12 @@ def generate(
     roots = list(found.roots)
     if shuffle is not None:
         shuffle.shuffle(roots)
-    by_root = _options_by_root(found)
-    per_tree = [_tree_candidates(request, found, by_root, root, shuffle) for root in roots]
-    stream = _round_robin(per_tree) if strategy == "breadth-first" else itertools.chain(*per_tree)
-    return _unique_shared(stream, found)
+    walk = _Walk(request, found, shuffle)
+    if strategy == "breadth-first":
+        stream = _round_robin([iter(walk.tree(root)) for root in roots])
+    else:
+        stream = (candidate for root in roots for candidate in walk.tree(root))
+    return _unique_shared(stream, found) if found.sharing else stream
 
 
 def take(candidates: Iterable[Candidate], limit: int | None, cap: int | None, rng=None):
@@ -116,109 +116,175 @@ def _options_by_root(found: Found) -> dict[tuple, dict[int, list[int]]]:
     tree's slots cost only their own options. Sharing providers are in reach of
     every tree they share with."""
     index: dict[tuple, dict[int, list[int]]] = {}
+    providers, sharing = found.providers, found.sharing
     for suffix, by_class in found.options.items():
         for key, pids in by_class.items():
             per_root: dict[int, list[int]] = {}
             for pid in pids:
-                roots = {found.providers[pid].root_id}
-                if pid in found.sharing:
-                    roots |= found.shares_with.get(pid, set())
-                for root in roots:
-                    per_root.setdefault(root, []).append(pid)
+                root = providers[pid].root_id
+                reach = per_root.get(root)
+                if reach is None:
+                    per_root[root] = [pid]
+                else:
+                    reach.append(pid)
+                if pid in sharing:
+                    for other in found.shares_with.get(pid, ()):
+                        if other != root:
+                            per_root.setdefault(other, []).append(pid)
             index[(suffix, key)] = per_root
     return index
 
 
-def _slots_for(request: Request, by_root, root: int, shuffle) -> list[_Slot] | None:
+def _slots(request: Request) -> list[_Slot]:
     slots: list[_Slot] = []
     for suffix, group in request.groups.items():
         if group.same_provider:
-            parts = [(None, dict(group.resources))]
-        else:
-            parts = [(rc, {rc: amount}) for rc, amount in group.resources.items()]
-        for key, resources in parts:
-            options = list(by_root.get((suffix, key), {}).get(root, ()))
-            if not options:
-                return None
-            if shuffle is not None:
-                shuffle.shuffle(options)
-            slots.append(_Slot(group, resources, options))
-        if not group.same_provider and slots:
-            slots[-1].last_of_unsuffixed = True
+            slots.append(_Slot(suffix, None, tuple(group.resources.items()), True))
+            continue
+        parts = [
+            _Slot(suffix, rc, ((rc, amount),), False) for rc, amount in group.resources.items()
+        ]
+        if parts and group.required.any_of:
+            parts[-1] = parts[-1]._replace(collective_any_of=tuple(group.required.any_of))
+        slots.extend(parts)
     return slots
 
 
-def _tree_candidates(
-    request: Request, found: Found, by_root, root: int, shuffle
-) -> Iterator[Candidate]:
-    slots = _slots_for(request, by_root, root, shuffle)
-    if slots is None:
-        return
-    used: dict[tuple[int, str], int] = {}
-    assigned: list[int] = []
-    granular_users: dict[int, int] = {}  # provider -> granular slots it serves
-    subtree_done = _subtree_completion(request, slots)
+class _Walk:
+    """The rules of one request, applied tree by tree."""
 
-    def fits(pid: int, slot: _Slot) -> bool:
+    def __init__(self, request: Request, found: Found, shuffle):
+        self.request, self.found, self.shuffle = request, found, shuffle
+        self.slots = _slots(request)
+        index = _options_by_root(found)
+        self.reach = [index.get((slot.suffix, slot.key), {}) for slot in self.slots]
+        self.subtree_done = _subtree_completion(request, self.slots)
+        self.isolate = request.isolate
+        self.nested = request.nested
+        # What a tree of one provider must hold, if it is to serve every slot.
+        self.totals: dict[str, int] = {}
+        for slot in self.slots:
+            for rc, amount in slot.amounts:
+                self.totals[rc] = self.totals.get(rc, 0) + amount
+        self.suffixes = tuple(dict.fromkeys(slot.suffix for slot in self.slots))
+        self.lone_ok = not (request.isolate and sum(slot.granular for slot in self.slots) > 1)
+        self.any_of = tuple(one_of for slot in self.slots for one_of in slot.collective_any_of)
+
+    def tree(self, root: int) -> Iterable[Candidate]:
+        options = []
+        for reach in self.reach:
+            mine = reach.get(root)
+            if not mine:
+                return iter(())
+            options.append(mine)
+        if self.shuffle is not None:
+            options = [self.shuffle.sample(mine, len(mine)) for mine in options]
+        if all(len(mine) == 1 for mine in options):
+            choice = [mine[0] for mine in options]
+            if all(pid == choice[0] for pid in choice):
+                return self._alone(choice[0])
+            return self._only(choice)
+        return self._search(options)
+
+    def _alone(self, pid: int) -> tuple[Candidate, ...]:
+        """Every slot's only option is one provider (a tree of one, say): the
+        rules reduce to room for the sums, isolate and its traits; a provider
+        is its own ancestor, so same_subtree holds."""
+        if not self.lone_ok:
+            return ()
+        room = self.found.room
+        for rc, total in self.totals.items():
+            have = room[(pid, rc)]
+            if total > have.free or total > have.max_unit:
+                return ()
+        if self.any_of:
+            traits = self.found.traits[pid]
+            if any(not (traits & one_of) for one_of in self.any_of):
+                return ()
+        return (Candidate({pid: dict(self.totals)}, dict.fromkeys(self.suffixes, (pid,))),)
+
+    def _only(self, choice: list[int]) -> Iterator[Candidate]:
+        """No choice to make (a tree of one provider, say): check the one assignment."""
+        used: dict[tuple[int, str], int] = {}
+        granular_users: dict[int, int] = {}
+        for index, (slot, pid) in enumerate(zip(self.slots, choice)):
+            if not self._fits(pid, slot, used, granular_users, choice[:index]):
+                return
+            self._place(pid, slot, used, granular_users, 1)
+            if not self._still_valid(choice, index):
+                return
+        yield _candidate(self.slots, choice)
+
+    def _search(self, options: list[list[int]]) -> Iterator[Candidate]:
+        """Depth first over the slots, pruning as soon as a rule breaks."""
+        slots = self.slots
+        used: dict[tuple[int, str], int] = {}
+        granular_users: dict[int, int] = {}  # provider -> granular slots it serves
+        assigned: list[int] = []
+
+        def visit(index: int):
+            if index == len(slots):
+                yield _candidate(slots, assigned)
+                return
+            slot = slots[index]
+            for pid in options[index]:
+                if not self._fits(pid, slot, used, granular_users, assigned):
+                    continue
+                assigned.append(pid)
+                self._place(pid, slot, used, granular_users, 1)
+                if self._still_valid(assigned, index):
+                    yield from visit(index + 1)
+                self._place(pid, slot, used, granular_users, -1)
+                assigned.pop()
+
+        return visit(0)
+
+    def _fits(self, pid: int, slot: _Slot, used, granular_users, assigned) -> bool:
+        room = self.found.room
         for rc, amount in slot.amounts:
-            room = found.room[(pid, rc)]
+            have = room[(pid, rc)]
             total = used.get((pid, rc), 0) + amount
-            if total > room.free or total > room.max_unit:
+            if total > have.free or total > have.max_unit:
                 return False
-        if slot.granular and request.isolate and granular_users.get(pid):
+        if slot.granular and self.isolate and granular_users.get(pid):
             return False
-        if not request.nested:
-            tree = found.providers[pid].root_id
-            if any(q != pid and found.providers[q].root_id == tree for q in assigned):
+        if not self.nested:
+            providers = self.found.providers
+            tree = providers[pid].root_id
+            if any(q != pid and providers[q].root_id == tree for q in assigned):
                 return False
         return True
 
-    def visit(index: int):
-        if index == len(slots):
-            yield _candidate(slots, assigned)
-            return
-        slot = slots[index]
-        for pid in slot.options:
-            if not fits(pid, slot):
-                continue
-            assigned.append(pid)
-            for rc, amount in slot.amounts:
-                used[(pid, rc)] = used.get((pid, rc), 0) + amount
-            if slot.granular:
-                granular_users[pid] = granular_users.get(pid, 0) + 1
-            if _still_valid(request, found, slots, assigned, index, subtree_done):
-                yield from visit(index + 1)
-            if slot.granular:
-                granular_users[pid] -= 1
-            for rc, amount in slot.amounts:
-                used[(pid, rc)] -= amount
-            assigned.pop()
+    @staticmethod
+    def _place(pid: int, slot: _Slot, used, granular_users, sign: int) -> None:
+        for rc, amount in slot.amounts:
+            used[(pid, rc)] = used.get((pid, rc), 0) + sign * amount
+        if slot.granular:
+            granular_users[pid] = granular_users.get(pid, 0) + sign
 
-    yield from visit(0)
+    def _still_valid(self, assigned: list[int], index: int) -> bool:
+        slots, found = self.slots, self.found
+        any_of = slots[index].collective_any_of
+        if any_of:
+            traits = frozenset().union(
+                *(found.traits[pid] for s, pid in zip(slots, assigned) if not s.granular)
+            )
+            if any(not (traits & one_of) for one_of in any_of):
+                return False
+        for suffixes in self.subtree_done.get(index, ()):
+            members = {pid for s, pid in zip(slots, assigned) if s.suffix in suffixes}
+            if not _one_is_ancestor_of_all(found, members):
+                return False
+        return True
 
 
 def _subtree_completion(request: Request, slots: list[_Slot]) -> dict[int, list[set[str]]]:
     """slot index -> same_subtree sets whose groups are all assigned at that index."""
-    last_index = {slot.group.suffix: i for i, slot in enumerate(slots)}
+    last_index = {slot.suffix: i for i, slot in enumerate(slots)}
     done: dict[int, list[set[str]]] = {}
     for suffixes in request.same_subtrees:
         done.setdefault(max(last_index[s] for s in suffixes), []).append(suffixes)
     return done
-
-
-def _still_valid(request, found: Found, slots, assigned, index, subtree_done) -> bool:
-    slot = slots[index]
-    if slot.last_of_unsuffixed and slot.group.required.any_of:
-        traits = frozenset().union(
-            *(found.traits[pid] for s, pid in zip(slots, assigned) if not s.granular)
-        )
-        if any(not (traits & any_of) for any_of in slot.group.required.any_of):
-            return False
-    for suffixes in subtree_done.get(index, ()):
-        members = {pid for s, pid in zip(slots, assigned) if s.suffix in suffixes}
-        if not _one_is_ancestor_of_all(found, members):
-            return False
-    return True
 
 
 def _one_is_ancestor_of_all(found: Found, members: set[int]) -> bool:

@@ -4,6 +4,8 @@ Each is built whole by ``query_schema(version)`` from named parts: which
 parameters exist at a version and which request-group suffixes are legal.
 """
 
+import functools
+
 from placement_svc import microversion as mv
 
 _STRING = {"type": "string"}
@@ -34,6 +36,7 @@ def suffix_pattern(version) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=64)  # one per microversion; callers never mutate it
 def query_schema(version) -> dict:
     properties: dict = {}
     pattern_properties: dict = {}

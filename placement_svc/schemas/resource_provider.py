@@ -1,5 +1,7 @@
 """Schemas for /resource_providers, one per version range, each readable whole."""
 
+import functools
+
 from placement_svc import microversion as mv
 from placement_svc.schemas.common import UUID
 
@@ -42,6 +44,7 @@ _LIST_FILTERS = [
 ]
 
 
+@functools.lru_cache(maxsize=64)  # one per microversion; callers never mutate it
 def list_query(version) -> dict:
     properties: dict = {}
     for since, added in _LIST_FILTERS:
