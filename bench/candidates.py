@@ -6,6 +6,7 @@ and the number of candidates. Standard library only.
 
     python bench/candidates.py --url http://127.0.0.1:8778 [--scenario flat|nested|wide|all]
         [--hosts 1000] [--repeat 20] [--token admin] [--workers 8] [--no-load]
+        [--compare URL]
 
 The target database should be empty of the bench's names (run it against a
 fresh database): providers are named bench-<scenario>-<n>.
@@ -29,6 +30,7 @@ class Client:
 
     def __init__(self, url: str, token: str, version: str = "1.39"):
         parsed = urllib.parse.urlsplit(url)
+        self.url = url
         self.host, self.port = parsed.hostname, parsed.port or 80
         self.prefix = parsed.path.rstrip("/")
         self.headers = {
@@ -250,26 +252,54 @@ def queries(scenario):
     ]
 
 
-def measure(client, label, version, query, repeat):
-    client.headers["openstack-api-version"] = f"placement {version}"
-    timings, count = [], None
-    for _ in range(repeat):
-        # Timed: the request until the last byte of the answer is read; the
-        # client's own JSON parsing is not the server's latency.
-        start = time.perf_counter()
-        status, raw = client.raw("GET", "/allocation_candidates?" + query)
-        timings.append(time.perf_counter() - start)
-        if status != 200:
-            raise RuntimeError(f"{label}: {status} {raw[:500]!r}")
-        count = len(json.loads(raw)["allocation_requests"])
-    client.headers["openstack-api-version"] = "placement 1.39"
-    timings.sort()
-    p95 = timings[min(len(timings) - 1, int(round(0.95 * (len(timings) - 1))))]
-    print(
-        f"{label:58s} median {statistics.median(timings) * 1000:9.1f} ms"
-        f"  p95 {p95 * 1000:9.1f} ms  candidates {count}",
-        flush=True,
-    )
+def measure(clients, label, version, query, repeat):
+    """Time the query ``repeat`` times on each endpoint, taking turns (and
+    swapping who goes first each round) so that both see the same machine."""
+    timings: list[list[float]] = [[] for _ in clients]
+    counts: list[int | None] = [None for _ in clients]
+    for client in clients:
+        client.headers["openstack-api-version"] = f"placement {version}"
+    for round_ in range(repeat):
+        order = list(range(len(clients)))
+        if round_ % 2:
+            order.reverse()
+        for index in order:
+            # Timed: the request until the last byte of the answer is read;
+            # the client's own JSON parsing is not the server's latency.
+            start = time.perf_counter()
+            status, raw = clients[index].raw("GET", "/allocation_candidates?" + query)
+            timings[index].append(time.perf_counter() - start)
+            if status != 200:
+                raise RuntimeError(f"{label}: {status} {raw[:500]!r}")
+            counts[index] = len(json.loads(raw)["allocation_requests"])
+    for client in clients:
+        client.headers["openstack-api-version"] = "placement 1.39"
+    columns = []
+    for series, count in zip(timings, counts):
+        series.sort()
+        p95 = series[min(len(series) - 1, int(round(0.95 * (len(series) - 1))))]
+        columns.append(
+            f"median {statistics.median(series) * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms"
+            f"  candidates {count}"
+        )
+    line = f"{label:52s} " + "  |  ".join(columns)
+    if len(clients) == 2:
+        ratio = statistics.median(timings[0]) / statistics.median(timings[1])
+        line += f"  |  ratio {ratio:.2f}"
+    print(line, flush=True)
+
+
+def load(client, scenario, args) -> str:
+    """Load one scenario's cloud; returns what was loaded, for the log."""
+    if scenario == "flat":
+        allocated = load_flat(client, args.hosts, args.workers)
+        note = "" if allocated else " (allocations API unavailable: none allocated)"
+        return f"{args.hosts} hosts{note}"
+    if scenario == "nested":
+        load_nested(client, args.nested_hosts, args.workers)
+        return f"{args.nested_hosts} hosts x 2 NUMA x 2 VGPU + sharing storage"
+    load_wide(client, args.wide_hosts, args.workers)
+    return f"{args.wide_hosts} hosts x 8 devices"
 
 
 def main(argv=None):
@@ -283,31 +313,36 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument(
+        "--compare",
+        metavar="URL",
+        help="a second endpoint (upstream Placement, say): it gets the same cloud and the "
+        "same queries, taking turns with --url, and the ratio of medians is printed",
+    )
+    parser.add_argument(
         "--no-load",
         action="store_true",
         help="only run the queries: the cloud is already loaded by an earlier run",
     )
     args = parser.parse_args(argv)
-    client = Client(args.url, args.token)
+    clients = [Client(args.url, args.token)]
+    if args.compare:
+        clients.append(Client(args.compare, args.token))
     scenarios = ["flat", "nested", "wide"] if args.scenario == "all" else [args.scenario]
     for scenario in scenarios:
-        start = time.perf_counter()
-        if args.no_load:
-            print(f"# {scenario}: queries only, on the cloud already there", flush=True)
-        elif scenario == "flat":
-            allocated = load_flat(client, args.hosts, args.workers)
-            note = "" if allocated else " (allocations API unavailable: none allocated)"
-            size = f"{args.hosts} hosts{note}"
-        elif scenario == "nested":
-            load_nested(client, args.nested_hosts, args.workers)
-            size = f"{args.nested_hosts} hosts x 2 NUMA x 2 VGPU + sharing storage"
-        else:
-            load_wide(client, args.wide_hosts, args.workers)
-            size = f"{args.wide_hosts} hosts x 8 devices"
-        if not args.no_load:
-            print(f"# {scenario}: loaded {size} in {time.perf_counter() - start:.1f} s", flush=True)
+        for client in clients:
+            if args.no_load:
+                continue
+            start = time.perf_counter()
+            size = load(client, scenario, args)
+            print(
+                f"# {scenario}: loaded {size} into {client.url} in "
+                f"{time.perf_counter() - start:.1f} s",
+                flush=True,
+            )
+        if len(clients) == 2:
+            print(f"# {scenario}: {args.url}  |  {args.compare}  |  ratio of medians", flush=True)
         for label, version, query in queries(scenario):
-            measure(client, label, version, query, args.repeat)
+            measure(clients, label, version, query, args.repeat)
 
 
 if __name__ == "__main__":

@@ -31,14 +31,13 @@ class AllocationCandidates:
             )
             chosen = merge.take(stream, wanted.limit, self.conf.max_allocation_candidates, rng)
             providers = render.summary_providers(found, chosen, version)
-            inventories = search.inventories_of(
-                conn,
-                found,
-                providers,
-                wanted.resource_classes(),
-                version >= mv.ALL_RESOURCES_IN_SUMMARIES,
+            requested = wanted.resource_classes()
+            other = (
+                search.other_inventories(conn, found, providers, requested)
+                if version >= mv.ALL_RESOURCES_IN_SUMMARIES
+                else {}
             )
-            return render.body(found, chosen, inventories, wanted.resource_classes(), version)
+            return render.body(found, chosen, providers, other, requested, version)
 
         web.render(resp, self.db.read(work))
         web.cache_headers(req, resp)

@@ -42,8 +42,9 @@ class Found:
     providers: dict[int, Provider] = field(default_factory=dict)
     traits: dict[int, frozenset[str]] = field(default_factory=dict)
     room: dict[tuple[int, str], Room] = field(default_factory=dict)
-    # provider -> requested class -> (capacity, used), room or not (for summaries)
-    inventory: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    # (provider, requested class) -> (capacity, used) where there is no room:
+    # provider summaries show these too
+    full: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict)
     # suffix -> resource class (None for a granular group as a whole) -> provider ids
     options: dict[str, dict[str | None, list[int]]] = field(default_factory=dict)
     sharing: set[int] = field(default_factory=set)

@@ -9,61 +9,83 @@ from placement_svc.candidates.model import Found
 
 def summary_providers(found: Found, candidates: list[Candidate], version) -> set[int]:
     """Providers in the candidates; from 1.29 every provider of their trees."""
-    involved = {pid for c in candidates for pid in c.allocations}
-    involved |= {pid for c in candidates for pids in c.mappings.values() for pid in pids}
     if version < mv.NESTED_CANDIDATES:
         return {pid for c in candidates for pid in c.allocations}
-    roots = {found.providers[pid].root_id for pid in involved}
-    return {pid for pid, p in found.providers.items() if p.root_id in roots}
+    providers = found.providers
+    roots = {providers[pid].root_id for c in candidates for pid in c.allocations}
+    roots |= {providers[pid].root_id for c in candidates for p in c.mappings.values() for pid in p}
+    return {pid for pid, p in providers.items() if p.root_id in roots}
 
 
-def body(found: Found, candidates: list[Candidate], inventories, requested: set[str], version):
+def body(found: Found, candidates: list[Candidate], providers: set[int], other, requested, version):
+    """``providers``: those to summarise; ``other``: provider -> class ->
+    (capacity, used) of the classes not requested (1.27+)."""
     uuid = {pid: p.uuid for pid, p in found.providers.items()}
-    return {
-        "allocation_requests": [_request(c, uuid, version) for c in candidates],
-        "provider_summaries": {
-            uuid[pid]: _summary(found, pid, inventories.get(pid, {}), requested, version)
-            for pid in sorted(inventories.keys() | summary_providers(found, candidates, version))
-        },
-    }
-
-
-def _request(candidate: Candidate, uuid, version) -> dict:
     if version < mv.ALLOCATIONS_DICT:
-        return {
-            "allocations": [
-                {"resource_provider": {"uuid": uuid[pid]}, "resources": dict(resources)}
-                for pid, resources in candidate.allocations.items()
-            ]
-        }
-    result = {
-        "allocations": {
-            uuid[pid]: {"resources": dict(resources)}
-            for pid, resources in candidate.allocations.items()
-        }
+        requests = [
+            {
+                "allocations": [
+                    {"resource_provider": {"uuid": uuid[pid]}, "resources": dict(resources)}
+                    for pid, resources in c.allocations.items()
+                ]
+            }
+            for c in candidates
+        ]
+    elif version < mv.MAPPINGS:
+        requests = [
+            {"allocations": {uuid[pid]: {"resources": r} for pid, r in c.allocations.items()}}
+            for c in candidates
+        ]
+    else:
+        requests = [
+            {
+                "allocations": {uuid[pid]: {"resources": r} for pid, r in c.allocations.items()},
+                "mappings": {
+                    suffix: [uuid[pid] for pid in pids] for suffix, pids in c.mappings.items()
+                },
+            }
+            for c in candidates
+        ]
+    return {
+        "allocation_requests": requests,
+        "provider_summaries": _summaries(found, sorted(providers), other, requested, version),
     }
-    if version >= mv.MAPPINGS:
-        result["mappings"] = {
-            suffix: [uuid[pid] for pid in pids] for suffix, pids in candidate.mappings.items()
-        }
-    return result
 
 
-def _summary(found: Found, pid: int, inventory, requested: set[str], version) -> dict:
-    if version < mv.ALL_RESOURCES_IN_SUMMARIES:
-        inventory = {rc: v for rc, v in inventory.items() if rc in requested}
-    summary: dict = {
-        "resources": {
-            rc: {"capacity": capacity, "used": used}
-            for rc, (capacity, used) in sorted(inventory.items())
-        }
-    }
-    if version >= mv.CANDIDATES_REQUIRED:
-        summary["traits"] = sorted(found.traits.get(pid, ()))
-    if version >= mv.NESTED_CANDIDATES:
-        provider = found.providers[pid]
-        summary["parent_provider_uuid"] = (
-            found.providers[provider.parent_id].uuid if provider.parent_id else None
-        )
-        summary["root_provider_uuid"] = found.providers[provider.root_id].uuid
-    return summary
+def _summaries(found: Found, providers: list[int], other, requested, version) -> dict:
+    requested = sorted(requested)
+    room, full, by_id = found.room, found.full, found.providers
+    with_traits = version >= mv.CANDIDATES_REQUIRED
+    with_tree = version >= mv.NESTED_CANDIDATES
+    sorted_traits: dict[frozenset, list[str]] = {}
+    summaries = {}
+    for pid in providers:
+        resources = {}
+        for rc in requested:
+            held = room.get((pid, rc))
+            if held is not None:
+                resources[rc] = {"capacity": held.capacity, "used": held.used}
+            else:
+                held = full.get((pid, rc))
+                if held is not None:
+                    resources[rc] = {"capacity": held[0], "used": held[1]}
+        more = other.get(pid)
+        if more:
+            for rc, (capacity, used) in more.items():
+                resources[rc] = {"capacity": capacity, "used": used}
+            resources = dict(sorted(resources.items()))
+        summary: dict = {"resources": resources}
+        if with_traits:
+            traits = found.traits.get(pid, frozenset())
+            names = sorted_traits.get(traits)
+            if names is None:
+                names = sorted_traits[traits] = sorted(traits)
+            summary["traits"] = names
+        if with_tree:
+            provider = by_id[pid]
+            summary["parent_provider_uuid"] = (
+                by_id[provider.parent_id].uuid if provider.parent_id else None
+            )
+            summary["root_provider_uuid"] = by_id[provider.root_id].uuid
+        summaries[by_id[pid].uuid] = summary
+    return summaries

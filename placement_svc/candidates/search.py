@@ -21,6 +21,7 @@ SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 RP = tables.resource_providers
 INV = tables.inventories
 ALLOC = tables.allocations
+TRAIT = tables.traits
 RPT = tables.resource_provider_traits
 RPA = tables.resource_provider_aggregates
 AGG = tables.placement_aggregates
@@ -28,7 +29,7 @@ AGG = tables.placement_aggregates
 
 def search(conn: Connection, request: Request) -> Found:
     found = Found()
-    trait_ids = names.trait_ids(conn, request.trait_names() | {SHARING_TRAIT})
+    trait_ids = names.trait_ids(conn, request.trait_names())
     unknown = sorted(request.trait_names() - set(trait_ids))
     if unknown:
         raise errors.BadRequest(f"No such trait(s): {', '.join(unknown)}.")
@@ -65,17 +66,16 @@ def search(conn: Connection, request: Request) -> Found:
         .scalar_subquery()
     )
     in_trees = RP.c.root_provider_id.in_(trees)
-    _load_providers(conn, found, in_trees)
+    trait_names: dict[int, list[str]] = {}
+    _load_providers(conn, found, in_trees, trait_names)
     # 3. Sharing providers and the trees they share with.
-    missing_roots = _load_sharing(
-        conn, found, trait_ids[SHARING_TRAIT] if SHARING_TRAIT in trait_ids else None
-    )
+    found.sharing = {pid for pid, held in trait_names.items() if SHARING_TRAIT in held}
+    missing_roots = _load_sharing(conn, found)
     if missing_roots:
         more = RP.c.root_provider_id.in_(sorted(missing_roots))
-        _load_providers(conn, found, more)
+        _load_providers(conn, found, more, trait_names)
         in_trees = in_trees | more
-    # 4. Traits and aggregates of every provider loaded.
-    found.traits = _traits(conn, found.providers, in_trees)
+    found.traits = _interned(trait_names, found.providers)
     # Aggregates matter only to member_of (sharing has its own query above).
     if any(group.member_of for group in request.groups.values()):
         aggregates = _aggregates(conn, found.providers, in_trees)
@@ -93,25 +93,24 @@ def _load_room(conn, found: Found, wanted: dict[int, tuple[str, int]]) -> dict[s
 
     Two plain reads, inventories and the used amounts of those classes, and the
     arithmetic in Python: cheaper on every backend than joining an aggregate
-    and filtering in SQL, and every row read also serves the provider
-    summaries (found.inventory), so they need not read these classes again.
+    and filtering in SQL. Every row read also serves the provider summaries
+    (found.room, found.full), so they need not read these classes again.
     """
     with_room: dict[str, list[int]] = {}
     if not wanted:
         return with_room
     ids = sorted(wanted)
-    used = {
-        (pid, rc_id): int(amount)
-        for pid, rc_id, amount in conn.execute(
-            sa.select(
-                ALLOC.c.resource_provider_id,
-                ALLOC.c.resource_class_id,
-                sa.func.sum(ALLOC.c.used),
-            )
-            .where(ALLOC.c.resource_class_id.in_(ids))
-            .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-        ).all()
-    }
+    used: dict[int, dict[int, int]] = {rc_id: {} for rc_id in ids}  # class -> provider -> used
+    for pid, rc_id, amount in conn.execute(
+        sa.select(
+            ALLOC.c.resource_provider_id,
+            ALLOC.c.resource_class_id,
+            sa.func.sum(ALLOC.c.used),
+        )
+        .where(ALLOC.c.resource_class_id.in_(ids))
+        .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+    ).all():
+        used[rc_id][pid] = int(amount)
     rows = conn.execute(
         sa.select(
             INV.c.resource_provider_id,
@@ -124,48 +123,53 @@ def _load_room(conn, found: Found, wanted: dict[int, tuple[str, int]]) -> dict[s
             INV.c.step_size,
         ).where(INV.c.resource_class_id.in_(ids))
     ).all()
-    room = found.room
-    inventory = found.inventory
+    room, full = found.room, found.full
+    per_class = {
+        rc_id: (rc, amount, used[rc_id], with_room.setdefault(rc, []).append)
+        for rc_id, (rc, amount) in wanted.items()
+    }
     for pid, rc_id, total, reserved, ratio, min_unit, max_unit, step_size in rows:
-        rc, amount = wanted[rc_id]
-        taken = used.get((pid, rc_id), 0)
+        rc, amount, used_of, hold = per_class[rc_id]
+        taken = used_of.get(pid, 0)
         capacity = (total - reserved) * ratio
-        per_class = inventory.get(pid)
-        if per_class is None:
-            per_class = inventory[pid] = {}
-        per_class[rc] = (int(capacity), taken)
         free = capacity - taken
         if free >= amount and max_unit >= amount:
             room[(pid, rc)] = Room(free, min_unit, max_unit, step_size, int(capacity), taken)
-            holders = with_room.get(rc)
-            if holders is None:
-                holders = with_room[rc] = []
-            holders.append(pid)
+            hold(pid)
+        else:
+            full[(pid, rc)] = (int(capacity), taken)
     for holders in with_room.values():
         holders.sort()
-    return with_room
+    return {rc: holders for rc, holders in with_room.items() if holders}
 
 
-def _load_providers(conn, found: Found, where) -> None:
+def _load_providers(conn, found: Found, where, trait_names: dict[int, list[str]]) -> None:
+    """The providers matching ``where``, with the names of their traits (one
+    statement: a provider comes once per trait, or once with none)."""
     providers = found.providers
-    for pid, uuid, parent_id, root_id in conn.execute(
-        sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id, RP.c.root_provider_id).where(where)
-    ).all():
-        providers[pid] = Provider(pid, uuid, parent_id, root_id)
+    rows = conn.execute(
+        sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id, RP.c.root_provider_id, TRAIT.c.name)
+        .select_from(
+            RP.outerjoin(RPT, RPT.c.resource_provider_id == RP.c.id).outerjoin(
+                TRAIT, TRAIT.c.id == RPT.c.trait_id
+            )
+        )
+        .where(where)
+    ).all()
+    for pid, uuid, parent_id, root_id, trait in rows:
+        if pid not in providers:
+            providers[pid] = Provider(pid, uuid, parent_id, root_id)
+        if trait is not None:
+            held = trait_names.get(pid)
+            if held is None:
+                trait_names[pid] = [trait]
+            else:
+                held.append(trait)
 
 
-def _load_sharing(conn, found: Found, sharing_trait_id: int | None) -> set[int]:
-    """Sharing providers among those loaded and the roots they share with;
+def _load_sharing(conn, found: Found) -> set[int]:
+    """The roots each sharing provider shares with (through an aggregate);
     returns the roots of trees shared with that are not loaded yet."""
-    if sharing_trait_id is None:
-        return set()
-    found.sharing = {
-        pid
-        for (pid,) in conn.execute(
-            sa.select(RPT.c.resource_provider_id).where(RPT.c.trait_id == sharing_trait_id)
-        ).all()
-        if pid in found.providers
-    }
     if not found.sharing:
         return set()
     mine = RPA.alias("mine")
@@ -188,16 +192,9 @@ def _load_sharing(conn, found: Found, sharing_trait_id: int | None) -> set[int]:
     return set().union(*found.shares_with.values()) - {p.root_id for p in found.providers.values()}
 
 
-def _by_provider(rows, providers) -> dict[int, frozenset[str]]:
-    """(provider, name) rows -> provider -> names; equal sets are one object,
-    and every provider loaded gets one (empty if it has none)."""
-    names_of: dict[int, list[str]] = {}
-    for pid, name in rows:
-        held = names_of.get(pid)
-        if held is None:
-            names_of[pid] = [name]
-        else:
-            held.append(name)
+def _interned(names_of: dict[int, list[str]], providers) -> dict[int, frozenset[str]]:
+    """provider -> its names as a frozenset, for every provider given (empty if
+    it has none); equal sets are one object."""
     shared: dict[tuple, frozenset[str]] = {(): frozenset()}
     result = {}
     for pid in providers:
@@ -209,25 +206,11 @@ def _by_provider(rows, providers) -> dict[int, frozenset[str]]:
     return result
 
 
-def _traits(conn, providers, in_trees) -> dict[int, frozenset[str]]:
-    if not providers:
-        return {}
-    rows = conn.execute(
-        sa.select(RPT.c.resource_provider_id, tables.traits.c.name)
-        .select_from(
-            RPT.join(tables.traits, tables.traits.c.id == RPT.c.trait_id).join(
-                RP, RP.c.id == RPT.c.resource_provider_id
-            )
-        )
-        .where(in_trees)
-    ).all()
-    return _by_provider(rows, providers)
-
-
 def _aggregates(conn, providers, in_trees) -> dict[int, frozenset[str]]:
     if not providers:
         return {}
-    rows = conn.execute(
+    names_of: dict[int, list[str]] = {}
+    for pid, uuid in conn.execute(
         sa.select(RPA.c.resource_provider_id, AGG.c.uuid)
         .select_from(
             RPA.join(AGG, AGG.c.id == RPA.c.aggregate_id).join(
@@ -235,8 +218,9 @@ def _aggregates(conn, providers, in_trees) -> dict[int, frozenset[str]]:
             )
         )
         .where(in_trees)
-    ).all()
-    return _by_provider(rows, providers)
+    ).all():
+        names_of.setdefault(pid, []).append(uuid)
+    return _interned(names_of, providers)
 
 
 def _group_options(found: Found, group: RequestGroup, aggregates, with_room) -> dict:
@@ -248,32 +232,31 @@ def _group_options(found: Found, group: RequestGroup, aggregates, with_room) -> 
         tree_root = tree.root_id if tree is not None else -1
 
     unconstrained = tree_root is None and not group.member_of and not group.required
+    providers, traits, sharing = found.providers, found.traits, found.sharing
+    # Verdicts by (traits, aggregates, root's aggregates): the sets are
+    # interned, so the thousands of providers of a cloud share a few keys.
+    verdicts: dict[tuple, bool] = {}
 
     def eligible(pid: int) -> bool:
         if unconstrained:
             return True
-        provider = found.providers[pid]
+        provider = providers[pid]
         if tree_root is not None and provider.root_id != tree_root:
             return False
-        # For the unsuffixed group an aggregate on a root spans its tree: the
-        # provider itself or its root must meet every member_of. A sharing
-        # provider, and a granular group's provider, must meet them itself.
+        mine = root_aggregates = None
         if group.member_of:
-            holders = [aggregates[pid]]
-            if not group.same_provider and pid not in found.sharing:
-                holders.append(aggregates.get(provider.root_id, frozenset()))
-            if group.member_of.any_of and not any(
-                all(mine & any_of for any_of in group.member_of.any_of) for mine in holders
-            ):
-                return False
-            if any(mine & group.member_of.forbidden for mine in holders):
-                return False
-        traits = found.traits[pid]
-        if traits & group.required.forbidden:
-            return False
-        if group.same_provider and any(not (traits & any_of) for any_of in group.required.any_of):
-            return False
-        return True
+            mine = aggregates[pid]
+            # For the unsuffixed group an aggregate on a root spans its tree:
+            # the provider itself or its root must meet every member_of. A
+            # sharing provider, and a granular group's provider, must meet
+            # them itself.
+            if not group.same_provider and pid not in sharing:
+                root_aggregates = aggregates.get(provider.root_id, frozenset())
+        key = (traits[pid], mine, root_aggregates)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = verdicts[key] = _qualifies(group, *key)
+        return verdict
 
     room = found.room
     if not group.same_provider:
@@ -303,6 +286,24 @@ def _group_options(found: Found, group: RequestGroup, aggregates, with_room) -> 
     }
 
 
+def _qualifies(group: RequestGroup, traits, mine, root_aggregates) -> bool:
+    """The group's member_of (``mine`` and ``root_aggregates`` None when it has
+    none) and trait rules, for one provider's traits and aggregates."""
+    if group.member_of:
+        holders = [mine] if root_aggregates is None else [mine, root_aggregates]
+        if group.member_of.any_of and not any(
+            all(held & any_of for any_of in group.member_of.any_of) for held in holders
+        ):
+            return False
+        if any(held & group.member_of.forbidden for held in holders):
+            return False
+    if traits & group.required.forbidden:
+        return False
+    if group.same_provider and any(not (traits & any_of) for any_of in group.required.any_of):
+        return False
+    return True
+
+
 def _anchors(found: Found, request: Request, roots: list[int]) -> list[int]:
     """Trees a candidate may be built on: root_required is checked on the root."""
     if not (request.root_required or request.root_forbidden):
@@ -315,49 +316,59 @@ def _anchors(found: Found, request: Request, roots: list[int]) -> list[int]:
     ]
 
 
-def inventories_of(
-    conn: Connection, found: Found, provider_ids: set[int], requested: set[str], every_class: bool
-) -> dict[int, dict[str, tuple]]:
-    """provider -> class -> (capacity, used), for provider summaries: the
-    requested classes, and with ``every_class`` (1.27+) all the others too.
+def other_inventories(
+    conn: Connection, found: Found, provider_ids: set[int], requested: set[str]
+) -> dict[int, dict[str, tuple[int, int]]]:
+    """provider -> class -> (capacity, used) of the classes not requested, for
+    provider summaries from 1.27 (the requested ones are in found already).
 
-    The room query already read the requested classes of every provider in
-    the trees searched; only the other classes are read here, in one query
-    over the same trees.
+    First whether any provider at all has inventory of another class (one
+    index probe: often none has); then those inventories, then their used
+    amounts if there are any.
     """
-    result: dict[int, dict[str, tuple]] = {}
-    for pid in provider_ids:
-        result[pid] = dict(found.inventory.get(pid, ()))
-    if not (provider_ids and every_class):
-        return result
-    roots = {found.providers[pid].root_id for pid in provider_ids}
-    usage = filters.usage_subquery()
+    if not provider_ids:
+        return {}
     rc = tables.resource_classes
+    other_class = INV.c.resource_class_id.not_in(
+        sa.select(rc.c.id).where(rc.c.name.in_(sorted(requested)))
+    )
+    if conn.execute(sa.select(INV.c.id).where(other_class).limit(1)).first() is None:
+        return {}
     rows = conn.execute(
         sa.select(
             INV.c.resource_provider_id,
+            INV.c.resource_class_id,
             rc.c.name,
             INV.c.total,
             INV.c.reserved,
             INV.c.allocation_ratio,
-            sa.func.coalesce(usage.c.used, 0),
         )
-        .select_from(
-            INV.join(rc, rc.c.id == INV.c.resource_class_id)
-            .join(RP, RP.c.id == INV.c.resource_provider_id)
-            .outerjoin(
-                usage,
-                sa.and_(
-                    usage.c.resource_provider_id == INV.c.resource_provider_id,
-                    usage.c.resource_class_id == INV.c.resource_class_id,
-                ),
-            )
-        )
-        .where(filters.ids_in(RP.c.root_provider_id, roots), rc.c.name.not_in(sorted(requested))),
+        .join(rc, rc.c.id == INV.c.resource_class_id)
+        .where(filters.ids_in(INV.c.resource_provider_id, provider_ids), other_class),
         execution_options=filters.NO_STATEMENT_CACHE,
     ).all()
-    for pid, name, total, reserved, ratio, used in rows:
-        per_class = result.get(pid)
-        if per_class is not None:
-            per_class[name] = (int((total - reserved) * ratio), int(used))
+    if not rows:
+        return {}
+    used = {
+        (pid, rc_id): int(amount)
+        for pid, rc_id, amount in conn.execute(
+            sa.select(
+                ALLOC.c.resource_provider_id,
+                ALLOC.c.resource_class_id,
+                sa.func.sum(ALLOC.c.used),
+            )
+            .where(
+                filters.ids_in(ALLOC.c.resource_provider_id, {row[0] for row in rows}),
+                ALLOC.c.resource_class_id.in_(sorted({row[1] for row in rows})),
+            )
+            .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id),
+            execution_options=filters.NO_STATEMENT_CACHE,
+        ).all()
+    }
+    result: dict[int, dict[str, tuple[int, int]]] = {}
+    for pid, rc_id, name, total, reserved, ratio in rows:
+        result.setdefault(pid, {})[name] = (
+            int((total - reserved) * ratio),
+            used.get((pid, rc_id), 0),
+        )
     return result
