@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from placement_svc.candidates import prune
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
 
@@ -169,6 +170,8 @@ class _Walk:
         self.suffixes = tuple(dict.fromkeys(slot.suffix for slot in self.slots))
         self.lone_ok = not (request.isolate and sum(slot.granular for slot in self.slots) > 1)
         self.any_of = tuple(one_of for slot in self.slots for one_of in slot.collective_any_of)
+        self.demand = prune.demand_after(self.slots)
+        self.parents = {p.parent_id for p in found.providers.values() if p.parent_id is not None}
 
     def tree(self, root: int) -> Iterable[Candidate]:
         options = []
@@ -216,10 +219,17 @@ class _Walk:
         yield _candidate(self.slots, choice)
 
     def _search(self, options: list[list[int]]) -> Iterator[Candidate]:
-        """Depth first over the slots, pruning as soon as a rule breaks."""
-        slots = self.slots
+        """Depth first over the slots, pruning as soon as a rule breaks, the
+        room left cannot cover the slots still to fill, or a branch mirrors
+        one that ended without a candidate (see prune.py)."""
+        slots, demand = self.slots, self.demand
+        bound = prune.RoomBound(slots, options, self.found, self.isolate)
+        if not bound.allows(demand[0]):
+            return iter(())
+        mirrors = prune.Mirrors(self.found, options, self.parents, tuple(self.totals))
         used: dict[tuple[int, str], int] = {}
         granular_users: dict[int, int] = {}  # provider -> granular slots it serves
+        in_use: dict[int, int] = {}  # provider -> slots it serves
         assigned: list[int] = []
 
         def visit(index: int):
@@ -227,15 +237,34 @@ class _Walk:
                 yield _candidate(slots, assigned)
                 return
             slot = slots[index]
+            dead_ends = None  # signatures of fresh providers whose branch gave nothing
             for pid in options[index]:
                 if not self._fits(pid, slot, used, granular_users, assigned):
                     continue
+                fresh = not in_use.get(pid)
+                if fresh and dead_ends is not None:
+                    signature = mirrors.signature(pid)
+                    if signature is not None and signature in dead_ends:
+                        continue
+                first_granular = slot.granular and not granular_users.get(pid)
                 assigned.append(pid)
+                in_use[pid] = in_use.get(pid, 0) + 1
                 self._place(pid, slot, used, granular_users, 1)
-                if self._still_valid(assigned, index):
-                    yield from visit(index + 1)
+                bound.place(slot, first_granular, 1)
+                produced = False
+                if bound.allows(demand[index + 1]) and self._still_valid(assigned, index):
+                    for candidate in visit(index + 1):
+                        produced = True
+                        yield candidate
+                bound.place(slot, first_granular, -1)
                 self._place(pid, slot, used, granular_users, -1)
+                in_use[pid] -= 1
                 assigned.pop()
+                if fresh and not produced:
+                    signature = mirrors.signature(pid)
+                    if signature is not None:
+                        dead_ends = dead_ends or set()
+                        dead_ends.add(signature)
 
         return visit(0)
 

@@ -1,0 +1,115 @@
+"""What lets merge.py's walk give up early on a tree. Pure.
+
+Both rules are safe: neither ever drops a candidate the rules would keep.
+
+- **Room bound.** The slots still to fill need, per class, no more than the
+  room left on the providers in their reach (each provider counted once, up
+  to its max_unit), and under ``group_policy=isolate`` no more granular
+  groups than there are providers left to them. A host asked for nine
+  devices of its eight is refused before the walk, not after 8! tries.
+- **Mirror providers.** Two leaves of one parent with the same traits, the
+  same room and the same slots in reach, neither used yet by the walk, lead
+  to mirror-image branches: swapping them maps one branch's candidates onto
+  the other's. So once one of them ends without a candidate, the other's
+  branch is skipped. Wide hosts whose devices are alike are where this
+  pays: a dead end is found once, not once per ordering of the devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from placement_svc.candidates.model import Found
+
+# Per slot index: the amounts per class of that slot and every later one, and
+# how many of them are granular groups.
+Demand = list[tuple[tuple[tuple[str, int], ...], int]]
+
+
+def demand_after(slots: Sequence) -> Demand:
+    """What the slots from each index on still need (one entry more than
+    ``slots``, the last one empty)."""
+    totals: dict[str, int] = {}
+    granular = 0
+    demand: Demand = [((), 0)]
+    for slot in reversed(slots):
+        for rc, amount in slot.amounts:
+            totals[rc] = totals.get(rc, 0) + amount
+        granular += slot.granular
+        demand.append((tuple(totals.items()), granular))
+    demand.reverse()
+    return demand
+
+
+class RoomBound:
+    """The room bound for one tree's walk; the walk reports each placement."""
+
+    def __init__(self, slots: Sequence, options: list[list[int]], found: Found, isolate: bool):
+        room = found.room
+        self.capacity: dict[str, float] = {}
+        counted: set[tuple[int, str]] = set()
+        granular_reach: set[int] = set()
+        for slot, mine in zip(slots, options):
+            if slot.granular and isolate:
+                granular_reach.update(mine)
+            for rc, _amount in slot.amounts:
+                for pid in mine:
+                    if (pid, rc) not in counted:
+                        counted.add((pid, rc))
+                        have = room[(pid, rc)]
+                        self.capacity[rc] = self.capacity.get(rc, 0) + min(have.free, have.max_unit)
+        self.isolate = isolate
+        self.granular_left = len(granular_reach)
+        self.placed: dict[str, int] = {}
+
+    def allows(self, demand: tuple[tuple[tuple[str, int], ...], int]) -> bool:
+        amounts, granular = demand
+        for rc, amount in amounts:
+            if amount > self.capacity[rc] - self.placed.get(rc, 0):
+                return False
+        return not (self.isolate and granular > self.granular_left)
+
+    def place(self, slot, first_granular_use: bool, sign: int) -> None:
+        """``sign`` 1 when the walk places ``slot``, -1 when it takes it back;
+        ``first_granular_use``: the provider serves no other granular slot."""
+        for rc, amount in slot.amounts:
+            self.placed[rc] = self.placed.get(rc, 0) + sign * amount
+        if first_granular_use:
+            self.granular_left -= sign
+
+
+class Mirrors:
+    """Which providers of one tree's walk are mirror images of each other."""
+
+    def __init__(
+        self, found: Found, options: list[list[int]], parents: set[int], classes: Sequence[str]
+    ):
+        self.found, self.options, self.parents = found, options, parents
+        self.classes = classes
+        self.reach: dict[int, int] | None = None  # provider -> bit set of slots in reach
+        self.signatures: dict[int, tuple | None] = {}
+
+    def signature(self, pid: int) -> tuple | None:
+        """Equal for mirror providers; None for one that has no mirror (it has
+        children, or it is a sharing provider)."""
+        known = self.signatures.get(pid, False)
+        if known is not False:
+            return known
+        found = self.found
+        if pid in self.parents or pid in found.sharing:
+            signature = None
+        else:
+            if self.reach is None:
+                self.reach = {}
+                for index, mine in enumerate(self.options):
+                    for option in mine:
+                        self.reach[option] = self.reach.get(option, 0) | (1 << index)
+            room = found.room
+            signature = (
+                found.providers[pid].parent_id,
+                found.traits.get(pid),
+                self.reach.get(pid, 0),
+                tuple(room.get((pid, rc)) for rc in self.classes),
+            )
+        self.signatures[pid] = signature
+        return signature

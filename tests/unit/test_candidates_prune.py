@@ -1,0 +1,212 @@
+"""candidates.prune through merge.generate: the walk gives up early on wide
+hosts, and gives up nothing it should keep.
+
+What is proven: a host asked for more than its room (per class, or more
+isolated groups than it has providers) yields nothing after a handful of
+room look-ups instead of a walk over every ordering of its devices; a dead
+end among alike devices (mirrors) is walked once, not once per ordering;
+devices that differ in room, traits, reach or children are not mirrors; and
+on a few hundred random worlds full of alike devices the pruned walk finds
+exactly what brute force finds.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from placement_svc.candidates import merge, prune
+from tests.unit.test_candidates_merge import (
+    CountingRoom,
+    World,
+    ask,
+    brute_force,
+    normalised,
+)
+
+
+def host_with_devices(devices: int, units: int = 1, **device_kwargs) -> World:
+    world = World()
+    world.provider("HOST", room={"VCPU": 64})
+    for d in range(devices):
+        world.provider(f"D{d}", "HOST", room={"CUSTOM_DEV": units}, **device_kwargs)
+    return world
+
+
+def groups(count: int, amount: int = 1, policy: str = "isolate", extra: str = "") -> str:
+    names = [f"_G{g:02d}" for g in range(count)]
+    qs = "&".join(f"resources{name}=CUSTOM_DEV:{amount}" for name in names)
+    return f"{qs}&group_policy={policy}{extra}"
+
+
+def walk(world: World, qs: str, limit=None):
+    """The candidates taken, and how many room look-ups the walk made."""
+    req = ask(qs)
+    found = world.offer(req)
+    found.room = CountingRoom(found.room)
+    CountingRoom.lookups = 0
+    chosen = merge.take(merge.generate(req, found), limit, None)
+    return chosen, CountingRoom.lookups
+
+
+def test_a_host_asked_for_more_devices_than_it_has_yields_nothing_at_once():
+    # Unpruned, the walk tries every ordering of 12 devices over 12 groups
+    # (12! = 479 million) before it finds the 13th group has nowhere to go.
+    chosen, lookups = walk(host_with_devices(12), groups(13))
+    assert chosen == []
+    assert lookups < 50
+
+
+def test_room_adds_up_across_alike_devices_for_the_bound():
+    # 4 devices of 2 units hold 8 groups of 1 (under group_policy=none), not 9.
+    world = host_with_devices(4, units=2)
+    chosen, _lookups = walk(world, groups(8, policy="none"))
+    assert len(chosen) == 8 * 7 * 6 * 5 * 4 * 3 * 2 * 1 // 2**4 * 1  # 2520 ways
+    chosen, lookups = walk(world, groups(9, policy="none"))
+    assert chosen == [] and lookups < 50
+
+
+def test_the_bound_counts_a_device_up_to_its_max_unit():
+    # 3 units free on each device but at most 1 per allocation: 3 devices hold
+    # three groups of 1, not four, even under group_policy=none.
+    world = host_with_devices(3, units=3, max_unit=1)
+    assert len(walk(world, groups(3, policy="none"))[0]) == 6
+    chosen, lookups = walk(world, groups(4, policy="none"))
+    assert chosen == [] and lookups < 50
+
+
+def test_isolated_groups_need_as_many_devices_as_groups():
+    world = host_with_devices(4, units=8)
+    assert len(walk(world, groups(5, policy="none"))[0]) == 4**5
+    chosen, lookups = walk(world, groups(5, policy="isolate"))
+    assert chosen == [] and lookups < 50
+
+
+def test_a_dead_end_among_alike_devices_is_walked_once():
+    # Two siblings are never one's ancestor: same_subtree of the first and the
+    # last group can never hold once the groups are isolated. Unpruned, the
+    # walk would only learn that at the last group of each of 10! orderings.
+    chosen, lookups = walk(host_with_devices(10), groups(10, extra="&same_subtree=_G00,_G09"))
+    assert chosen == []
+    assert lookups < 1000
+
+
+def test_mirrors_skip_only_dead_ends_candidates_keep_coming():
+    # Alike devices whose branches do give candidates are all walked: 8!.
+    chosen, _lookups = walk(host_with_devices(8), groups(8))
+    assert len(chosen) == 40320
+    assert len({normalised(c) for c in chosen}) == 40320
+
+
+def test_a_device_with_a_child_is_no_mirror_of_a_leaf():
+    # D0's branch is a dead end (it is nobody's ancestor); D1 looks the same
+    # but holds the VCPU child that same_subtree needs.
+    world = World()
+    world.provider("HOST")
+    world.provider("D0", "HOST", room={"CUSTOM_DEV": 2})
+    world.provider("D1", "HOST", room={"CUSTOM_DEV": 2})
+    world.provider("D1.K", "D1", room={"VCPU": 1})
+    qs = "resources_A=CUSTOM_DEV:2&resources_B=VCPU:1&same_subtree=_A,_B&group_policy=none"
+    assert world.candidates(qs) == [
+        (
+            frozenset({("D1", "CUSTOM_DEV", 2), ("D1.K", "VCPU", 1)}),
+            frozenset({("_A", frozenset({"D1"})), ("_B", frozenset({"D1.K"}))}),
+        )
+    ]
+
+
+def test_a_device_with_other_traits_is_no_mirror():
+    # The unsuffixed group's required trait is met by its providers together:
+    # D0 gives no CUSTOM_X (a dead end), D1 does.
+    world = World()
+    world.provider("HOST", room={"VCPU": 4})
+    world.provider("D0", "HOST", room={"CUSTOM_DEV": 1})
+    world.provider("D1", "HOST", room={"CUSTOM_DEV": 1}, traits=["CUSTOM_X"])
+    qs = "resources=VCPU:1,CUSTOM_DEV:1&required=CUSTOM_X"
+    assert world.allocations(qs) == Counter(
+        {alloc_of(("HOST", "VCPU", 1), ("D1", "CUSTOM_DEV", 1)): 1}
+    )
+
+
+def test_a_device_with_other_room_is_no_mirror():
+    # Two groups of 1 in one subtree of siblings: both on one device, which
+    # needs 2 units free within its max_unit. D0 and D1 are dead ends.
+    world = World()
+    world.provider("HOST")
+    world.provider("D0", "HOST", room={"CUSTOM_DEV": 1})
+    world.provider("D1", "HOST", room={"CUSTOM_DEV": 2}, max_unit=1)
+    world.provider("D2", "HOST", room={"CUSTOM_DEV": 2})
+    qs = "resources_A=CUSTOM_DEV:1&resources_B=CUSTOM_DEV:1&same_subtree=_A,_B&group_policy=none"
+    assert world.allocations(qs) == Counter({alloc_of(("D2", "CUSTOM_DEV", 2)): 1})
+
+
+def alloc_of(*parts):
+    return frozenset(parts)
+
+
+def test_demand_after_sums_what_each_index_still_needs():
+    req = ask(
+        "resources=VCPU:2&resources_A=CUSTOM_DEV:1&resources_B=CUSTOM_DEV:2,VCPU:1"
+        "&group_policy=none"
+    )
+    slots = merge._slots(req)
+    assert [(dict(amounts), granular) for amounts, granular in prune.demand_after(slots)] == [
+        ({"VCPU": 3, "CUSTOM_DEV": 3}, 2),
+        ({"VCPU": 1, "CUSTOM_DEV": 3}, 2),
+        ({"VCPU": 1, "CUSTOM_DEV": 2}, 1),
+        ({}, 0),
+    ]
+
+
+# Brute force on worlds full of alike devices.
+
+
+def alike_world(rng: random.Random) -> World:
+    world = World()
+    for h in range(rng.randint(1, 2)):
+        host = f"H{h}"
+        world.provider(host, room={"VCPU": rng.randint(0, 4)})
+        for kind in range(rng.randint(1, 2)):
+            room = {"CUSTOM_DEV": rng.randint(1, 3)}
+            traits = rng.sample(["CUSTOM_A", "CUSTOM_B"], rng.randint(0, 1))
+            max_unit = rng.choice([None, 1])
+            for d in range(rng.randint(1, 4)):
+                name = f"{host}K{kind}D{d}"
+                world.provider(name, host, room=room, traits=traits, max_unit=max_unit)
+                if rng.random() < 0.15:
+                    world.provider(f"{name}.C", name, room={"VCPU": 1})
+    return world
+
+
+def alike_query(rng: random.Random) -> str:
+    parts = []
+    if rng.random() < 0.4:
+        parts.append(f"resources=VCPU:{rng.randint(1, 2)}")
+    names = [f"_G{g}" for g in range(rng.randint(1, 5))]
+    for name in names:
+        parts.append(f"resources{name}=CUSTOM_DEV:{rng.choice([1, 1, 2])}")
+        if rng.random() < 0.2:
+            parts.append(f"required{name}=" + rng.choice(["CUSTOM_A", "!CUSTOM_A"]))
+    if rng.random() < 0.2:
+        parts.append("resources_V=VCPU:1")
+        names.append("_V")
+    if len(names) > 1 and rng.random() < 0.4:
+        parts.append("same_subtree=" + ",".join(rng.sample(names, 2)))
+    parts.append("group_policy=" + rng.choice(["none", "isolate"]))
+    return "&".join(parts)
+
+
+def test_the_pruned_walk_finds_exactly_what_brute_force_finds_among_alike_devices():
+    rng = random.Random(4242)
+    nonempty = 0
+    for _ in range(300):
+        world = alike_world(rng)
+        qs = alike_query(rng)
+        req = ask(qs)
+        found = world.offer(req)
+        for strategy in ("depth-first", "breadth-first"):
+            walked = Counter(normalised(c) for c in merge.generate(req, found, strategy))
+            expected = brute_force(req, found)
+            assert walked == Counter(expected), (qs, world.found)
+        nonempty += bool(expected)
+    assert nonempty > 100
