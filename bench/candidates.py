@@ -199,7 +199,7 @@ def load_wide(client, hosts, workers):
         list(pool.map(one, range(hosts)))
 
 
-def queries(scenario):
+def queries(scenario, wide_hosts=20):
     aggs = ",".join(AGGREGATES[:5])
     if scenario == "flat":
         return [
@@ -236,6 +236,22 @@ def queries(scenario):
                 "&group_policy=none&root_required=!COMPUTE_STATUS_DISABLED",
             ),
         ]
+    eight = "&".join(f"resources{g}=CUSTOM_BENCH_ACCEL:1" for g in range(1, 9))
+    wide = [
+        (
+            "wide: 9 groups of 1 device (one too many), isolate",
+            "1.36",
+            eight + "&resources9=CUSTOM_BENCH_ACCEL:1&group_policy=isolate",
+        ),
+    ]
+    if wide_hosts == 1:  # every valid candidate: 8! of them
+        wide.append(
+            (
+                "wide: 8 groups of 1 device, isolate, no limit",
+                "1.36",
+                eight + "&group_policy=isolate",
+            )
+        )
     return [
         (
             "wide: 8 groups of 1 device, isolate, limit=1000",
@@ -249,7 +265,7 @@ def queries(scenario):
             "&".join(f"resources{g}=CUSTOM_BENCH_ACCEL:1" for g in range(1, 5))
             + "&resources=VCPU:2&group_policy=isolate&limit=1000",
         ),
-    ]
+    ] + wide
 
 
 def measure(clients, label, version, query, repeat):
@@ -341,7 +357,7 @@ def main(argv=None):
             )
         if len(clients) == 2:
             print(f"# {scenario}: {args.url}  |  {args.compare}  |  ratio of medians", flush=True)
-        for label, version, query in queries(scenario):
+        for label, version, query in queries(scenario, args.wide_hosts):
             measure(clients, label, version, query, args.repeat)
 
 
