@@ -89,7 +89,10 @@ def check(conn: Connection, claims: list[Claim], rc_ids: dict[str, int], before:
         dict.fromkeys(c.provider.uuid for c in claims if c.provider.id not in with_inventory)
     )
     if missing:
-        names = ", ".join(dict.fromkeys(c.resource_class for c in claims))
+        # Upstream names every class of the write, in the order a Python set
+        # of their ids iterates: ids are upstream's, so the order is too.
+        by_id = {rc_ids[c.resource_class]: c.resource_class for c in claims}
+        names = ", ".join(by_id[rc_id] for rc_id in class_ids)
         raise _no_inventory(names, ", ".join(missing))
 
     wanted: dict = defaultdict(int)
