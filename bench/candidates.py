@@ -235,6 +235,12 @@ def queries(scenario, wide_hosts=20):
                 "resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&resources1=VGPU:1&limit=1000"
                 "&group_policy=none&root_required=!COMPUTE_STATUS_DISABLED",
             ),
+            (
+                "nested: nova shape, VGPU group and member_of",
+                "1.36",
+                "resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&resources1=VGPU:1&limit=1000"
+                f"&group_policy=none&root_required=!COMPUTE_STATUS_DISABLED&member_of=in:{aggs}",
+            ),
         ]
     eight = "&".join(f"resources{g}=CUSTOM_BENCH_ACCEL:1" for g in range(1, 9))
     wide = [
