@@ -8,35 +8,45 @@ request other than the version document carries no user.
 from __future__ import annotations
 
 ROOT_PATHS = ("/", "")
-IDENTITY_HEADERS = ("HTTP_X_USER_ID", "HTTP_X_PROJECT_ID", "HTTP_X_TENANT_ID", "HTTP_X_ROLES")
+IDENTITY_HEADERS = (
+    "HTTP_X_USER_ID",
+    "HTTP_X_USER",
+    "HTTP_X_PROJECT_ID",
+    "HTTP_X_TENANT_ID",
+    "HTTP_X_TENANT",
+    "HTTP_X_ROLES",
+)
 
 
 class NoAuthMiddleware:
     """Trust ``X-Auth-Token: user[:project]``, as upstream's noauth2 does.
 
-    The user ``admin`` gets the ``admin`` role; an ``X-Roles`` header, when
-    present, is taken as the role list instead. Identity headers a client
-    sent itself are dropped first, so only the token decides who you are.
+    Without the header, identity headers a client sent itself are dropped, so
+    the request is a 401. With it, the token names the user (an empty token
+    an empty user, whom policy then refuses: 403) and, unless the request is
+    system scoped, the project; the user ``admin`` gets the ``admin`` role,
+    and an ``X-Roles`` header, when present, is the role list instead. As
+    upstream, a client's own ``X-Project-Id`` is left alone and wins over
+    the token's project.
     """
 
     def __init__(self, application):
         self.application = application
 
     def __call__(self, environ, start_response):
-        roles = environ.get("HTTP_X_ROLES")
-        for key in IDENTITY_HEADERS:
-            environ.pop(key, None)
         token = environ.get("HTTP_X_AUTH_TOKEN")
-        if token is not None:
-            user_id, _sep, project_id = token.partition(":")
-            project_id = project_id or user_id
-            if roles is None:
-                roles = "admin" if user_id == "admin" else ""
-            if user_id:
-                environ["HTTP_X_USER_ID"] = user_id
-            if project_id and not environ.get("HTTP_OPENSTACK_SYSTEM_SCOPE"):
-                environ["HTTP_X_PROJECT_ID"] = project_id
-            environ["HTTP_X_ROLES"] = roles
+        if token is None:
+            for key in IDENTITY_HEADERS:
+                environ.pop(key, None)
+            return self.application(environ, start_response)
+        user_id, _sep, project_id = token.partition(":")
+        project_id = project_id or user_id
+        if "HTTP_X_ROLES" not in environ:
+            environ["HTTP_X_ROLES"] = "admin" if user_id == "admin" else ""
+        environ["HTTP_X_USER_ID"] = user_id
+        environ.pop("HTTP_X_USER", None)
+        if not environ.get("HTTP_OPENSTACK_SYSTEM_SCOPE"):
+            environ["HTTP_X_TENANT_ID"] = project_id
         return self.application(environ, start_response)
 
 

@@ -31,6 +31,14 @@ def _first(environ, *names: str) -> str | None:
     return None
 
 
+def _first_present(environ, *names: str) -> str | None:
+    for name in names:
+        value = environ.get("HTTP_" + name.upper().replace("-", "_"))
+        if value is not None:
+            return value
+    return None
+
+
 def _roles(value: str | None) -> list[str]:
     return [role.strip() for role in value.split(",")] if value else []
 
@@ -59,7 +67,8 @@ class RequestContext:
     def from_environ(cls, environ, request_id: str, enforcer=None) -> RequestContext:
         return cls(
             request_id=request_id,
-            user_id=_first(environ, "X-User-Id", "X-User"),
+            # Present but empty is a user (noauth2's empty token), as oslo.context.
+            user_id=_first_present(environ, "X-User-Id", "X-User"),
             project_id=_first(environ, "X-Project-Id", "X-Tenant-Id", "X-Tenant"),
             domain_id=_header(environ, "X-Domain-Id"),
             user_domain_id=_header(environ, "X-User-Domain-Id"),
