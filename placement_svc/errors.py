@@ -101,6 +101,21 @@ class MethodNotAllowed(PlacementError):
         )
 
 
+class MethodNotAtThisVersion(PlacementError):
+    """A method the URL serves only from a later microversion. Upstream
+    answers it with its own sentence as the whole detail and no Allow header
+    (the URL's other methods do not depend on the method alone)."""
+
+    status = 405
+
+    def __init__(self, method: str):
+        super().__init__(f"The method {method} is not allowed for this resource. ")
+
+    @property
+    def detail(self) -> str:
+        return f"{self.message}\n\n "
+
+
 class NotAcceptable(PlacementError):
     status = 406
 

@@ -215,7 +215,7 @@ class Inventories:
 
     def delete_all(self, req, resp, uuid):
         if web.version(req) < mv.DELETE_INVENTORIES:
-            raise errors.MethodNotAllowed(req.method, ["GET", "POST", "PUT"])
+            raise errors.MethodNotAtThisVersion(req.method)
         req.context.placement.can(policies.DELETE)
 
         def write(conn):
