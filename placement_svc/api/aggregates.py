@@ -22,8 +22,9 @@ class Aggregates:
         web.cache_headers(req, resp)
 
     def list(self, req, resp, uuid):
-        web.require_version(req, mv.AGGREGATES)
+        # Upstream checks the media types of these two before the version.
         web.check_accept(req)
+        web.require_version(req, mv.AGGREGATES)
         req.context.placement.can(policies.LIST)
 
         def read(conn):
@@ -33,8 +34,8 @@ class Aggregates:
         self._send(req, resp, *self.db.read(read))
 
     def replace(self, req, resp, uuid):
-        web.require_version(req, mv.AGGREGATES)
         web.require_json(req)
+        web.require_version(req, mv.AGGREGATES)
         req.context.placement.can(policies.UPDATE)
         with_generation = web.version(req) >= mv.AGGREGATE_GENERATION
         data = web.read_json(req)
