@@ -18,22 +18,14 @@ from placement_svc import microversion as mv
 from placement_svc import policy
 
 
-def _header(environ, name: str) -> str | None:
+def _header(environ, name: str, keep_empty: bool = False) -> str | None:
     value = environ.get("HTTP_" + name.upper().replace("-", "_"))
-    return value if value else None
+    return value if value or (keep_empty and value is not None) else None
 
 
-def _first(environ, *names: str) -> str | None:
+def _first(environ, *names: str, keep_empty: bool = False) -> str | None:
     for name in names:
-        value = _header(environ, name)
-        if value is not None:
-            return value
-    return None
-
-
-def _first_present(environ, *names: str) -> str | None:
-    for name in names:
-        value = environ.get("HTTP_" + name.upper().replace("-", "_"))
+        value = _header(environ, name, keep_empty)
         if value is not None:
             return value
     return None
@@ -68,7 +60,7 @@ class RequestContext:
         return cls(
             request_id=request_id,
             # Present but empty is a user (noauth2's empty token), as oslo.context.
-            user_id=_first_present(environ, "X-User-Id", "X-User"),
+            user_id=_first(environ, "X-User-Id", "X-User", keep_empty=True),
             project_id=_first(environ, "X-Project-Id", "X-Tenant-Id", "X-Tenant"),
             domain_id=_header(environ, "X-Domain-Id"),
             user_domain_id=_header(environ, "X-User-Domain-Id"),

@@ -13,6 +13,7 @@ trimming a list built in full.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from collections.abc import Iterable, Iterator
@@ -170,8 +171,15 @@ class _Walk:
         self.suffixes = tuple(dict.fromkeys(slot.suffix for slot in self.slots))
         self.lone_ok = not (request.isolate and sum(slot.granular for slot in self.slots) > 1)
         self.any_of = tuple(one_of for slot in self.slots for one_of in slot.collective_any_of)
+        self.classes = tuple(self.totals)
         self.demand = prune.demand_after(self.slots)
-        self.parents = {p.parent_id for p in found.providers.values() if p.parent_id is not None}
+
+    @functools.cached_property
+    def parents(self) -> set[int]:
+        """Providers with children: read once per request, and only by a tree
+        that needs a search (most trees of a flat cloud never do)."""
+        providers = self.found.providers.values()
+        return {p.parent_id for p in providers if p.parent_id is not None}
 
     def tree(self, root: int) -> Iterable[Candidate]:
         options = []
@@ -226,7 +234,7 @@ class _Walk:
         bound = prune.RoomBound(slots, options, self.found, self.isolate)
         if not bound.allows(demand[0]):
             return iter(())
-        mirrors = prune.Mirrors(self.found, options, self.parents, tuple(self.totals))
+        mirrors = prune.Mirrors(self.found, options, self.parents, self.classes)
         used: dict[tuple[int, str], int] = {}
         granular_users: dict[int, int] = {}  # provider -> granular slots it serves
         in_use: dict[int, int] = {}  # provider -> slots it serves
