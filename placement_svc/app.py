@@ -6,7 +6,7 @@ import json
 import logging
 
 import falcon
-from oslo_middleware import cors, http_proxy_to_wsgi
+from oslo_middleware import cors
 
 from placement_svc import accept, auth, errors, middleware, policy, requestlog
 from placement_svc import microversion as mv
@@ -174,8 +174,8 @@ def create_app(conf, db: Database | None = None):
     else:
         application = auth.keystone_middleware(application, conf)
     # Upstream's order, outermost last: CORS outside auth (a preflight carries
-    # no token), then the request log, then the proxy headers' REMOTE_ADDR.
+    # no token), then the request log, which applies the proxy headers first
+    # and answers a JSON 500 for whatever any of these layers raises.
     if conf.cors.allowed_origin:
         application = cors.CORS(application, conf)
-    application = requestlog.RequestLog(application)
-    return http_proxy_to_wsgi.HTTPProxyToWSGI(application, conf)
+    return requestlog.RequestLog(application, conf)

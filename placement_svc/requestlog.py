@@ -1,7 +1,8 @@
-"""One log line per request, at INFO, on the ``placement_svc.requests`` logger.
+"""The outermost layer: a request id, the proxy's headers, one log line, never a bare 500.
 
-Upstream's line, then what upstream's oslo.log context would have shown
-around it (time taken, request id, user and project)::
+The line goes out at INFO on the ``placement_svc.requests`` logger: upstream's
+line, then what upstream's oslo.log context would have shown around it (time
+taken, request id, user and project)::
 
     10.0.0.7 "GET /traits?name=startswith:CUSTOM_" status: 200 len: 27
     microversion: 1.39 time: 0.0051s request_id: req-... user: admin project: admin
@@ -11,18 +12,25 @@ microversion before the version was negotiated, no user or project when the
 request was not authenticated, no length when the answer has no
 Content-Length.
 
-This middleware sits outside everything but the proxy-header one (as
-upstream's does), so it also hands out the request id: every answer carries
-``x-openstack-request-id``, a CORS preflight or a keystone 401 included, and
-the falcon plumbing inside reuses the same id.
+The request id is handed out here, before any other layer runs, so every
+answer carries ``x-openstack-request-id`` (a CORS preflight or a keystone 401
+included) and the falcon plumbing inside reuses the same id. The proxy's
+headers are applied next ([oslo_middleware] enable_proxy_headers_parsing),
+as upstream applies them before its request log, so the address in both
+lines is the client's. Whatever any layer inside raises becomes a JSON 500
+(see ``guard``), logged here with ``status: 500``.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 import uuid
 
+from oslo_middleware import http_proxy_to_wsgi
+
+from placement_svc import guard
 from placement_svc.context import RequestContext
 from placement_svc.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
 
@@ -34,8 +42,10 @@ LINE = (
 
 
 class RequestLog:
-    def __init__(self, application):
+    def __init__(self, application, conf):
         self.application = application
+        # Inside the try below, so that even this layer's failure is a JSON 500.
+        self.entry = http_proxy_to_wsgi.HTTPProxyToWSGI(self._start, conf)
 
     def __call__(self, environ, start_response):
         started = time.perf_counter()
@@ -50,17 +60,23 @@ class RequestLog:
                 headers = [*headers, (REQUEST_ID_HEADER, request_id)]
             return start_response(status, headers, exc_info)
 
+        try:
+            return self.entry(environ, record_status)
+        except Exception:  # noqa: BLE001 - whatever it is, the client gets JSON
+            return guard.internal_error(environ, record_status, sys.exc_info())
+        finally:
+            if LOG.isEnabledFor(logging.INFO):
+                _write(environ, answer, time.perf_counter() - started)
+
+    def _start(self, environ, start_response):
+        """The inner application, once the proxy's headers are applied."""
         LOG.debug(
             'Starting request: %s "%s %s"',
             _remote(environ),
             environ.get("REQUEST_METHOD"),
             _uri(environ),
         )
-        try:
-            return self.application(environ, record_status)
-        finally:
-            if LOG.isEnabledFor(logging.INFO):
-                _write(environ, answer, time.perf_counter() - started)
+        return self.application(environ, start_response)
 
 
 def _remote(environ) -> str:

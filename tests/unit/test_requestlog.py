@@ -5,18 +5,22 @@ Each test sends one request through the whole middleware chain of
 line word for word: the address (the proxy's headers honoured only when
 [oslo_middleware] enable_proxy_headers_parsing says so), the path with its
 query string, status, length, microversion, time, request id, user and
-project.
+project. Whatever a layer around falcon raises (the auth layer, the proxy
+headers' layer) is a JSON 500 in upstream's format with the request id, and
+a line with ``status: 500``.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import logging
 import wsgiref.util
 
 import pytest
 
-from placement_svc import app, conf, requestlog
+from placement_svc import app, auth, conf, guard, requestlog
+from placement_svc import microversion as mv
 from placement_svc.db.engine import Database, create_engine
 
 TOKEN_AND_LATEST = {"HTTP_X_AUTH_TOKEN": "admin", "HTTP_OPENSTACK_API_VERSION": "placement latest"}
@@ -158,3 +162,71 @@ def test_nothing_is_logged_above_info(caplog):
     caplog.set_level(logging.WARNING, logger="placement_svc.requests")
     call(make_app(), "GET", "/", **TOKEN_AND_LATEST)
     assert not [r for r in caplog.records if r.name == "placement_svc.requests"]
+
+
+# -- whatever a layer around falcon raises: a JSON 500 and a line --------------
+
+
+def assert_json_500(status, headers, body, log, path, user="-", project="-"):
+    """Upstream's error body with the header's request id, and the line."""
+    request_id = headers["x-openstack-request-id"]
+    assert status == "500 Internal Server Error"
+    assert headers["content-type"] == "application/json"
+    assert json.loads(body) == {
+        "errors": [
+            {
+                "status": 500,
+                "title": "Internal Server Error",
+                "detail": "The server has either erred or is incapable of performing "
+                "the requested operation.\n\n An unexpected error occurred.  ",
+                "request_id": request_id,
+            }
+        ]
+    }
+    assert the_line(log) == (
+        f'127.0.0.1 "GET {path}" status: 500 len: {len(body)} microversion: -'
+        f" time: 0.0123s request_id: {request_id} user: {user} project: {project}"
+    )
+    assert any(r.name == "placement_svc.guard" and r.exc_info for r in log.records)
+
+
+def test_an_exception_in_the_auth_layer_is_a_json_500_with_the_request_id(log, monkeypatch):
+    def broken(self, environ, start_response):
+        raise RuntimeError("the auth layer broke")
+
+    monkeypatch.setattr(auth.NoAuthMiddleware, "__call__", broken)
+    answer = call(make_app(), "GET", "/traits", **TOKEN_AND_LATEST)
+    assert_json_500(*answer, log, "/traits")
+
+
+def test_keystone_without_an_auth_plugin_fails_requests_as_a_json_500(log):
+    """What the command refuses to start with (keystone_conf), built directly:
+    keystonemiddleware's MissingAuthPlugin, whatever the client accepts."""
+    application = make_app(**{"api.auth_strategy": "keystone"})
+    answer = call(
+        application, "GET", "/traits", HTTP_X_AUTH_TOKEN="a-token", HTTP_ACCEPT="text/html"
+    )
+    assert_json_500(*answer, log, "/traits")
+
+
+def test_an_exception_in_the_proxy_header_layer_is_a_json_500_too(log):
+    """oslo.middleware's proxy layer wants SCRIPT_NAME, which PEP 3333 lets a
+    server leave out when it is empty."""
+    application = make_app(**{"oslo_middleware.enable_proxy_headers_parsing": True})
+    environ = {}
+
+    def without_script_name(status, headers, exc_info=None):
+        environ["answer"] = status, {k.lower(): v for k, v in headers}
+
+    wsgiref.util.setup_testing_defaults(environ)
+    environ.update(PATH_INFO="/", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_PREFIX="/p")
+    del environ["SCRIPT_NAME"]
+    body = b"".join(application(environ, without_script_name))
+    assert_json_500(*environ["answer"], body, log, "/")
+
+
+def test_the_json_500_carries_the_error_code_from_1_23():
+    environ = {"openstack.request_id": "req-x", "placement.microversion": mv.ERROR_CODES}
+    assert guard.body_for(environ)["errors"][0]["code"] == "placement.undefined_code"
+    environ["placement.microversion"] = mv.Version(1, 22)
+    assert "code" not in guard.body_for(environ)["errors"][0]
