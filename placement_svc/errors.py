@@ -64,7 +64,7 @@ class PlacementError(Exception):
         explanation = EXPLANATIONS.get(self.status, "")
         if not self.message:
             return explanation
-        return f"{explanation}\n\n {self.message}  "
+        return f"{explanation}\n\n {strip_tags(self.message)}  "
 
 
 class BadRequest(PlacementError):
@@ -79,8 +79,8 @@ class AuthenticationRequired(Unauthorized):
     """No identity: upstream's auth layer answers this one itself, in webob's
     own JSON format ({"message", "code", "title"}) rather than placement's."""
 
-    def __init__(self):
-        super().__init__("")
+    def __init__(self, message: str = ""):
+        super().__init__(message)
 
 
 class Forbidden(PlacementError):
@@ -103,17 +103,19 @@ class MethodNotAllowed(PlacementError):
 
 class MethodNotAtThisVersion(PlacementError):
     """A method the URL serves only from a later microversion. Upstream
-    answers it with its own sentence as the whole detail and no Allow header
-    (the URL's other methods do not depend on the method alone)."""
+    answers it with its own sentence first and no Allow header (the URL's
+    other methods do not depend on the method alone); ``hint`` says which
+    version the method needs."""
 
     status = 405
 
-    def __init__(self, method: str):
+    def __init__(self, method: str, hint: str = ""):
         super().__init__(f"The method {method} is not allowed for this resource. ")
+        self.hint = hint
 
     @property
     def detail(self) -> str:
-        return f"{self.message}\n\n "
+        return f"{self.message}\n\n {strip_tags(self.hint)}"
 
 
 class NotAcceptable(PlacementError):
@@ -142,6 +144,21 @@ class ServiceUnavailable(PlacementError):
 
 class InternalError(PlacementError):
     status = 500
+
+
+_BREAK = re.compile(r"<br.*?>", re.I | re.S)
+_COMMENT_MARK = re.compile(r"<!--|-->")
+_TAG = re.compile(r"<.*?>", re.S)
+
+
+def strip_tags(text: str) -> str:
+    """A message as upstream's error details carry it: webob flattens the text
+    to one line (a newline becomes a blank, a carriage return goes) before it
+    turns ``<br>`` into line breaks and drops comment marks and other tags."""
+    text = text.replace("\n", " ").replace("\r", "")
+    text = _BREAK.sub("\n", text)
+    text = _COMMENT_MARK.sub("", text)
+    return _TAG.sub("", text)
 
 
 def error_body(error: PlacementError, request_id: str | None, with_code: bool) -> dict:
@@ -173,6 +190,5 @@ def page(error: PlacementError, media_type: str) -> str:
             f"<html>\n <head>\n  <title>{status}</title>\n </head>\n <body>\n"
             f"  <h1>{status}</h1>\n  {body}\n </body>\n</html>"
         )
-    body = f"{explanation}<br /><br />\n{error.message}\n\n".replace("\n", " ")
-    body = re.sub(r"<br.*?>", "\n", body, flags=re.I | re.S)
+    body = strip_tags(f"{explanation}<br /><br />\n{error.message}\n\n")
     return f"{status}\n\n{body}"

@@ -29,7 +29,21 @@ def version(req: falcon.Request):
 def require_version(req: falcon.Request, feature) -> None:
     """Answer 404, as upstream does, for a handler not there at this version."""
     if version(req) < feature:
-        raise errors.NotFound()
+        raise errors.NotFound(version_hint(req, feature, "This URL"))
+
+
+def version_hint(req: falcon.Request, feature, what: str) -> str:
+    """The sentence a 404 or 405 adds when ``what`` (the URL, the method)
+    exists from a later microversion: a request without the header is
+    served at 1.0, which is how most people meet it."""
+    asked = version(req)
+    sent = req.get_header(mv.HEADER) is not None
+    why = "" if sent else f" (a request without an {mv.HEADER} header is served at 1.0)"
+    return (
+        f"{what} needs microversion {feature} or later; this request asked for "
+        f"{asked}{why}: send '{mv.HEADER}: {mv.SERVICE_TYPE} {feature}' or "
+        f"'{mv.SERVICE_TYPE} latest'."
+    )
 
 
 def check_accept(req: falcon.Request) -> None:
@@ -70,7 +84,21 @@ def validate(data, schema: dict) -> None:
     try:
         _check(data, schema)
     except jsonschema.ValidationError as exc:
-        raise errors.BadRequest(f"JSON does not validate: {exc}") from None
+        raise errors.BadRequest(f"JSON does not validate: {schema_problem(exc)}") from None
+
+
+def schema_problem(error: jsonschema.ValidationError) -> str:
+    """jsonschema's verdict as one line: its message first (what clients and
+    upstream's tests match on), then the field it is about and the rule that
+    failed, as upstream words it. Left out: the dumps of the schema and of the
+    instance that ``str(error)`` appends, which show this service's schema
+    internals and, flattened to one line, bury the message."""
+    field = ""
+    for key in error.absolute_path:
+        field += f"[{key}]" if isinstance(key, int) else f".{key}" if field else str(key)
+    rule = "".join(f"[{key!r}]" for key in list(error.relative_schema_path)[:-1])
+    where = f" (at {field})" if field else ""
+    return f"{error.message}{where}. Failed validating {error.validator!r} in schema{rule}."
 
 
 # Schema (by identity) -> its validator. jsonschema.validate() checks the
@@ -162,5 +190,7 @@ def query(req: falcon.Request, schema: dict | None = None) -> dict[str, list[str
         try:
             _check(last, schema)
         except jsonschema.ValidationError as exc:
-            raise errors.BadRequest(f"Invalid query string parameters: {exc}") from None
+            raise errors.BadRequest(
+                f"Invalid query string parameters: {schema_problem(exc)}"
+            ) from None
     return params

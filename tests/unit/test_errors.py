@@ -107,3 +107,15 @@ def test_headers_given_to_an_error_are_copied():
     error = errors.ServiceUnavailable("busy", headers=given)
     given["Retry-After"] = "2"
     assert error.headers == {"Retry-After": "1"}
+
+
+def test_a_message_is_flattened_to_one_line_as_upstream_details_are():
+    error = errors.BadRequest("JSON does not validate: 'x'\n\nFailed validating\r\n  here")
+    assert error.detail == (
+        "The server could not comply with the request since it is either malformed or "
+        "otherwise incorrect.\n\n JSON does not validate: 'x'  Failed validating   here  "
+    )
+
+
+def test_strip_tags_breaks_at_br_and_drops_tags_and_comment_marks_as_webob():
+    assert errors.strip_tags("a\nb<br />c<!-- d -->e<b>f</b>") == "a b\nc d ef"
