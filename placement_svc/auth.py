@@ -8,6 +8,13 @@ request other than the version document carries no user.
 from __future__ import annotations
 
 ROOT_PATHS = ("/", "")
+# What a front door tells a caller it refused for want of credentials: the
+# 401's message (the context middleware answers it).
+ENV_MISSING_CREDENTIALS = "placement.missing_credentials"
+NOAUTH2_NO_TOKEN = (
+    "No x-auth-token header: with [api] auth_strategy = noauth2 its value names the "
+    "caller, as 'user' or 'user:project' (x-auth-token: admin is an administrator)."
+)
 IDENTITY_HEADERS = (
     "HTTP_X_USER_ID",
     "HTTP_X_USER",
@@ -38,6 +45,7 @@ class NoAuthMiddleware:
         if token is None:
             for key in IDENTITY_HEADERS:
                 environ.pop(key, None)
+            environ[ENV_MISSING_CREDENTIALS] = NOAUTH2_NO_TOKEN
             return self.application(environ, start_response)
         user_id, _sep, project_id = token.partition(":")
         project_id = project_id or user_id

@@ -85,7 +85,14 @@ def from_headers(headers) -> Version:
     except ValueError as exc:  # well formed, not served here
         raise MicroversionError(406, f"Invalid microversion: {exc}") from None
     except TypeError as exc:  # not a version at all
-        raise MicroversionError(400, f"Invalid microversion: {exc}") from None
+        # microversion_parse's words end with Python's own complaint ("invalid
+        # literal for int() ..."); keep its first clause, say what is expected.
+        problem = str(exc).split("; ", 1)[0]
+        raise MicroversionError(
+            400,
+            f"Invalid microversion: {problem}; expected '{SERVICE_TYPE} X.Y' with a "
+            f"version from {MIN_VERSION} to {MAX_VERSION}, or '{SERVICE_TYPE} latest'",
+        ) from None
 
 
 def header_value(version: Version) -> str:

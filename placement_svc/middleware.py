@@ -33,7 +33,7 @@ class Plumbing:
         if len(env.get("QUERY_STRING", "")) + len(env.get("PATH_INFO", "")) > MAX_URL_LENGTH:
             raise errors.UriTooLong(f"The request URI is longer than {MAX_URL_LENGTH} characters.")
         if ctx.user_id is None and env.get("PATH_INFO", "") not in auth.ROOT_PATHS:
-            raise errors.AuthenticationRequired()
+            raise errors.AuthenticationRequired(env.get(auth.ENV_MISSING_CREDENTIALS, ""))
         try:
             ctx.version = mv.from_headers(env)
         except mv.MicroversionError as exc:

@@ -215,7 +215,9 @@ class Inventories:
 
     def delete_all(self, req, resp, uuid):
         if web.version(req) < mv.DELETE_INVENTORIES:
-            raise errors.MethodNotAtThisVersion(req.method)
+            raise errors.MethodNotAtThisVersion(
+                req.method, web.version_hint(req, mv.DELETE_INVENTORIES, "This method")
+            )
         req.context.placement.can(policies.DELETE)
 
         def write(conn):
