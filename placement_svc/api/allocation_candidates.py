@@ -29,8 +29,14 @@ class AllocationCandidates:
             stream = merge.generate(
                 wanted, found, self.conf.allocation_candidates_generation_strategy, rng
             )
-            chosen = merge.take(stream, wanted.limit, self.conf.max_allocation_candidates, rng)
-            providers = render.summary_providers(found, chosen, version)
+            chosen, whole = merge.choose(
+                stream,
+                wanted.limit,
+                self.conf.max_allocation_candidates,
+                rng,
+                keep_whole=version < mv.NESTED_CANDIDATES,
+            )
+            providers = render.summary_providers(found, chosen, version, whole)
             requested = wanted.resource_classes()
             other = (
                 search.other_inventories(conn, found, providers, requested)

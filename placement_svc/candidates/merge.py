@@ -89,6 +89,18 @@ def take(candidates: Iterable[Candidate], limit: int | None, cap: int | None, rn
     return sample
 
 
+def choose(candidates: Iterable[Candidate], limit, cap, rng=None, keep_whole: bool = False):
+    """``take``, and with ``keep_whole`` the whole answer (up to ``cap``) it
+    chose from, when ``limit`` cut that answer short; otherwise None. Before
+    1.29 upstream's provider summaries depend on that whole answer (see
+    render.summary_providers), so it has to be generated to the end."""
+    if not (keep_whole and limit):
+        return take(candidates, limit, cap, rng), None
+    whole = take(candidates, None, cap)
+    chosen = take(whole, limit, None, rng)
+    return chosen, (whole if len(whole) > limit else None)
+
+
 def _round_robin(iterators):
     active = list(iterators)
     while active:

@@ -7,11 +7,21 @@ from placement_svc.candidates.merge import Candidate
 from placement_svc.candidates.model import Found
 
 
-def summary_providers(found: Found, candidates: list[Candidate], version) -> set[int]:
-    """Providers in the candidates; from 1.29 every provider of their trees."""
-    if version < mv.NESTED_CANDIDATES:
-        return {pid for c in candidates for pid in c.allocations}
+def summary_providers(found: Found, candidates: list[Candidate], version, whole=None) -> set[int]:
+    """The providers to summarise: from 1.29, every provider of the trees of
+    the candidates; before, the providers the candidates name. When ``limit``
+    cut the answer, ``whole`` is the answer it was cut from: before 1.29
+    upstream then keeps every provider the whole answer names whose root is
+    the root of a provider of a returned candidate (a provider of the same
+    tree that only a dropped candidate used stays in the summaries)."""
     providers = found.providers
+    if version < mv.NESTED_CANDIDATES:
+        named = {pid for c in candidates for pid in c.allocations}
+        if not whole:
+            return named
+        roots = {providers[pid].root_id for pid in named}
+        every = {pid for c in whole for pid in c.allocations}
+        return {pid for pid in every if providers[pid].root_id in roots}
     roots = {providers[pid].root_id for c in candidates for pid in c.allocations}
     roots |= {providers[pid].root_id for c in candidates for p in c.mappings.values() for pid in p}
     return {pid for pid, p in providers.items() if p.root_id in roots}
