@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import json
 import logging
 import logging.config
@@ -30,7 +31,7 @@ from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from placement_svc import accept, errors, runtime
+from placement_svc import accept, errors, keystone_conf, runtime
 from placement_svc import conf as placement_conf
 
 PROG = "placement-svc"
@@ -216,6 +217,7 @@ def db_version(conf, args) -> None:
 
 
 def serve(conf, args) -> None:
+    check_front_door(conf)
     check_bind(args.bind)
     prepare_database(conf, create_if_empty=True, wait=True)
     build_app(conf)  # fail here, once, rather than in every worker
@@ -253,6 +255,14 @@ class _Gunicorn(BaseApplication):
         application = build_app(self.conf, self.prefix)
         runtime.tune_gc()
         return application
+
+
+def check_front_door(conf) -> None:
+    """Refuse keystone authentication that could not validate a single token,
+    before the database is touched (see keystone_conf)."""
+    message = keystone_conf.problem(conf)
+    if message:
+        raise Failure(message)
 
 
 def build_app(conf, prefix: str = ""):
@@ -361,64 +371,110 @@ def _prefix(value: str) -> str:
     return value.rstrip("/")
 
 
-def _add_config_args(parser, dest_prefix: str) -> None:
-    # Two sets of destinations (global, and after the command) because
-    # argparse lets a sub-command's values replace the global ones.
-    suppress = {"default": argparse.SUPPRESS} if dest_prefix else {"default": None}
+def _add_common_args(parser, depth: int) -> None:
+    """--config-file, --config-dir and --debug on the command and on every
+    sub-command, so they may come before or after any of them.
+
+    argparse copies a sub-command's values over its parent's when both use
+    one destination, so each depth has its own (``config_files_1``, ...),
+    merged by ``common_args``. Only the top has defaults.
+    """
+    default = {} if depth == 0 else {"default": argparse.SUPPRESS}
     parser.add_argument(
         "--config-file",
         action="append",
         metavar="PATH",
-        dest=dest_prefix + "config_files",
+        dest=f"config_files_{depth}",
         help="a placement.conf to read; repeat for several, later ones win. "
         "Default: placement.conf (or placement-svc.conf) in ~/.placement/, ~/, "
         "/etc/placement/ or /etc/; with none at all, a SQLite database "
         "placement.sqlite in the current directory and noauth2.",
-        **suppress,
+        **default,
     )
     parser.add_argument(
         "--config-dir",
         metavar="DIR",
-        dest=dest_prefix + "config_dir",
+        dest=f"config_dir_{depth}",
         help="a directory of *.conf files read after the configuration files",
-        **suppress,
+        **default,
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        dest=f"debug_{depth}",
+        help="log at DEBUG and show tracebacks of errors",
+        **default,
     )
 
 
+def common_args(args) -> argparse.Namespace:
+    """Merge the per-depth values into ``config_files``, ``config_dir`` and
+    ``debug``: files in command-line order, the last --config-dir, any --debug."""
+    values = vars(args)
+    depths = range(MAX_DEPTH + 1)
+    args.config_files = [f for d in depths for f in values.get(f"config_files_{d}") or []]
+    args.config_dir = next(
+        (values[f"config_dir_{d}"] for d in reversed(depths) if values.get(f"config_dir_{d}")),
+        None,
+    )
+    args.debug = any(values.get(f"debug_{d}") for d in depths)
+    return args
+
+
+def _version() -> str:
+    try:
+        return f"{PROG} {importlib.metadata.version(PROG)}"
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        return f"{PROG} (version unknown: not installed)"
+
+
+def _command(commands, name: str, depth: int, **kwargs) -> argparse.ArgumentParser:
+    parser = commands.add_parser(name, **kwargs)
+    _add_common_args(parser, depth)
+    return parser
+
+
+# The deepest sub-command: status upgrade check.
+MAX_DEPTH = 3
+
+
 def build_parser() -> argparse.ArgumentParser:
-    leaf = argparse.ArgumentParser(add_help=False)
-    _add_config_args(leaf, "leaf_")
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="The OpenStack Placement API service and its database tools.",
     )
-    _add_config_args(parser, "")
-    parser.add_argument(
-        "--debug", action="store_true", help="log at DEBUG and show tracebacks of errors"
-    )
+    parser.add_argument("--version", action="version", version=_version())
+    _add_common_args(parser, 0)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_db_commands(commands)
+    _add_serve_command(commands)
+    _add_status_commands(commands)
+    _add_policy_commands(commands)
+    return parser
 
-    db = commands.add_parser(
-        "db", help="database schema tools", description="Database schema tools."
+
+def _add_db_commands(commands) -> None:
+    db = _command(
+        commands, "db", 1, help="database schema tools", description="Database schema tools."
     )
     db_commands = db.add_subparsers(dest="db_command", metavar="DB_COMMAND", required=True)
     text = (
         "Bring the database schema to the latest revision and add the standard "
         "resource classes and traits that are missing. Safe to run again."
     )
-    sync = db_commands.add_parser("sync", parents=[leaf], help=text, description=text)
+    sync = _command(db_commands, "sync", 2, help=text, description=text)
     sync.set_defaults(func=db_sync, log_level=logging.WARNING)
     text = "Print the schema revision of the database ('None' when it has no schema)."
-    version = db_commands.add_parser("version", parents=[leaf], help=text, description=text)
+    version = _command(db_commands, "version", 2, help=text, description=text)
     version.set_defaults(func=db_version, log_level=logging.WARNING)
 
+
+def _add_serve_command(commands) -> None:
     text = (
         "Serve the Placement API with gunicorn. An empty database gets its schema "
         "first; an out-of-date one is refused (run 'db sync'). Logs go to stderr."
     )
-    srv = commands.add_parser(
-        "serve", parents=[leaf], help="serve the Placement API", description=text
-    )
+    srv = _command(commands, "serve", 1, help="serve the Placement API", description=text)
     srv.add_argument(
         "--bind",
         type=_bind,
@@ -442,12 +498,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.set_defaults(func=serve, log_level=logging.INFO)
 
+
+def _add_status_commands(commands) -> None:
     text = "Status checks, as in OpenStack's <service>-status commands."
-    status = commands.add_parser("status", help="status checks", description=text)
+    status = _command(commands, "status", 1, help="status checks", description=text)
     status_commands = status.add_subparsers(
         dest="status_command", metavar="STATUS_COMMAND", required=True
     )
-    upgrade = status_commands.add_parser("upgrade", help="upgrade checks", description=text)
+    upgrade = _command(status_commands, "upgrade", 2, help="upgrade checks", description=text)
     upgrade_commands = upgrade.add_subparsers(
         dest="upgrade_command", metavar="UPGRADE_COMMAND", required=True
     )
@@ -456,22 +514,23 @@ def build_parser() -> argparse.ArgumentParser:
         "results. Exit status: 0 all passed, 1 a warning, 2 a failure, 255 the "
         "checks could not run."
     )
-    check = upgrade_commands.add_parser("check", parents=[leaf], help=text, description=text)
+    check = _command(upgrade_commands, "check", 3, help=text, description=text)
     check.add_argument("--json", action="store_true", help="print the results as JSON")
     # An error is 255 here: 1 is a warning in OpenStack's upgrade-check codes.
     check.set_defaults(func=status_upgrade_check, log_level=logging.WARNING, error_code=255)
 
+
+def _add_policy_commands(commands) -> None:
+    pol = _command(commands, "policy", 1, help="policy tools", description="Policy tools.")
+    pol_commands = pol.add_subparsers(
+        dest="policy_command", metavar="POLICY_COMMAND", required=True
+    )
     text = (
         "Print the effective policy, one 'rule: check' line per rule: the defaults "
         "with [oslo_policy] and the policy file applied, as the service enforces it."
     )
-    pol = commands.add_parser("policy", help="policy tools", description="Policy tools.")
-    pol_commands = pol.add_subparsers(
-        dest="policy_command", metavar="POLICY_COMMAND", required=True
-    )
-    show = pol_commands.add_parser("show", parents=[leaf], help=text, description=text)
+    show = _command(pol_commands, "show", 2, help=text, description=text)
     show.set_defaults(func=policy_show, log_level=logging.WARNING)
-    return parser
 
 
 def logging_config(args) -> dict:
@@ -502,13 +561,10 @@ def _one_line(exc) -> str:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args = common_args(build_parser().parse_args(argv))
     logging.config.dictConfig(logging_config(args))
     try:
-        conf = load_conf(
-            (args.config_files or []) + getattr(args, "leaf_config_files", []),
-            getattr(args, "leaf_config_dir", None) or args.config_dir,
-        )
+        conf = load_conf(args.config_files, args.config_dir)
         args.func(conf, args)
     except Failure as exc:
         return _fail(args, str(exc))

@@ -95,7 +95,12 @@ api_opts = [
         "auth_strategy",
         default="keystone",
         choices=[
-            ("keystone", "Use keystonemiddleware's auth_token (the [keystone_authtoken] group)."),
+            (
+                "keystone",
+                "Use keystonemiddleware's auth_token, configured by the "
+                "[keystone_authtoken] group, which must name an auth plugin "
+                "(auth_type, or auth_section) with that plugin's options.",
+            ),
             ("noauth2", "Trust the X-Auth-Token header as 'user[:project]'; for tests only."),
         ],
         help="How requests are authenticated. When placement-svc runs with no "

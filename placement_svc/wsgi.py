@@ -12,6 +12,10 @@ and traits are added at import, as upstream does at start. Each process that
 imports this module builds its own application and database engine. When
 the server has not configured Python logging, the request log and warnings
 go to stderr at INFO in the format ``placement-svc serve`` uses.
+
+What ``placement-svc serve`` refuses (a bad configuration, keystone without
+an auth plugin, an out-of-date schema) fails the import with the same one
+line as the exception's message, and no chain of causes behind it.
 """
 
 import logging
@@ -19,13 +23,21 @@ import logging
 from placement_svc import cli, runtime
 
 
+class RefusedToStart(RuntimeError):
+    """The service cannot answer with this configuration or database."""
+
+
 def init_application():
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format=cli.LOG_FORMAT)
         logging.getLogger("alembic").setLevel(logging.WARNING)
-    conf = cli.load_conf(default_files=cli.wsgi_config_files())
-    cli.prepare_database(conf, create_if_empty=False, wait=True)
-    app = cli.build_app(conf)
+    try:
+        conf = cli.load_conf(default_files=cli.wsgi_config_files())
+        cli.check_front_door(conf)
+        cli.prepare_database(conf, create_if_empty=False, wait=True)
+        app = cli.build_app(conf)
+    except cli.Failure as exc:
+        raise RefusedToStart(f"{cli.PROG}: error: {exc}") from None
     runtime.tune_gc()
     return app
 

@@ -10,6 +10,7 @@ skipped when unreachable, unless CI=true.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import socket
@@ -262,13 +263,146 @@ class TestErrors:
         assert_one_line_error(result, f"cannot listen on {bind}")
 
 
+KEYSTONE_WITHOUT_PLUGIN = [
+    pytest.param("", "[keystone_authtoken] auth_type", id="no-auth-type"),
+    pytest.param(
+        "[keystone_authtoken]\nauth_type = password\n",
+        "auth_type = password needs [keystone_authtoken] auth_url",
+        id="password-without-auth-url",
+    ),
+    pytest.param(
+        "[keystone_authtoken]\nauth_section = keystone\n[keystone]\nusername = placement\n",
+        "auth_type in [keystone] ([keystone_authtoken] auth_section)",
+        id="auth-section-without-auth-type",
+    ),
+]
+
+
+class TestKeystoneWithoutAnAuthPlugin:
+    """Only [placement_database] connection: upstream's default strategy,
+    keystone, with nothing to validate a token with."""
+
+    @pytest.mark.parametrize("keystone, fragment", KEYSTONE_WITHOUT_PLUGIN)
+    def test_serve_refuses_before_touching_the_database(self, tmp_path, keystone, fragment):
+        path = tmp_path / "placement.conf"
+        path.write_text(f"[placement_database]\nconnection = sqlite:///{tmp_path}/p.db\n{keystone}")
+        bind = f"127.0.0.1:{free_port()}"
+        result = run("serve", "--config-file", str(path), "--bind", bind, cwd=tmp_path)
+        assert_one_line_error(result, fragment)
+        assert not (tmp_path / "p.db").exists()
+
+    def test_the_wsgi_application_refuses_with_the_same_line(self, tmp_path):
+        (tmp_path / "placement.conf").write_text(
+            f"[placement_database]\nconnection = sqlite:///{tmp_path}/p.db\n"
+        )
+        env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
+        result = subprocess.run(
+            [sys.executable, "-c", "import placement_svc.wsgi"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode != 0
+        last = result.stderr.splitlines()[-1]
+        assert last.startswith("placement_svc.wsgi.RefusedToStart: placement-svc: error: ")
+        assert "[keystone_authtoken] auth_type" in last
+        assert "During handling" not in result.stderr
+
+    def test_an_auth_plugin_with_its_options_is_enough(self, tmp_path):
+        """www_authenticate_uri is not needed: the 401 names auth_url."""
+        path = tmp_path / "placement.conf"
+        path.write_text(
+            f"[placement_database]\nconnection = sqlite:///{tmp_path}/p.db\n"
+            "[keystone_authtoken]\nauth_type = password\n"
+            "auth_url = http://keystone.invalid/identity\n"
+        )
+        with serving(tmp_path, str(path)) as (base, _log):
+            request = urllib.request.Request(base + "/traits")
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 401
+        assert refused.value.headers["www-authenticate"] == (
+            'Keystone uri="http://keystone.invalid/identity"'
+        )
+
+
+LEAF_COMMANDS = [
+    pytest.param(("db", "sync"), id="db-sync"),
+    pytest.param(("db", "version"), id="db-version"),
+    pytest.param(("serve",), id="serve"),
+    pytest.param(("status", "upgrade", "check"), id="status-upgrade-check"),
+    pytest.param(("policy", "show"), id="policy-show"),
+]
+
+
+class TestCommonOptions:
+    def test_version_comes_from_the_package_metadata(self, tmp_path):
+        result = run("--version", cwd=tmp_path, check=True)
+        assert result.stdout == f"placement-svc {importlib.metadata.version('placement-svc')}\n"
+
+    @pytest.mark.parametrize("command", LEAF_COMMANDS)
+    def test_debug_after_the_command_shows_the_traceback(self, tmp_path, command):
+        missing = str(tmp_path / "nowhere.conf")
+        result = run(*command, "--config-file", missing, "--debug", cwd=tmp_path)
+        assert result.returncode != 0
+        assert "Traceback" in result.stderr
+        last = result.stderr.splitlines()[-1]
+        assert last == f"placement-svc: error: Failed to find some config files: {missing}"
+
+    def test_debug_between_commands(self, tmp_path):
+        missing = str(tmp_path / "nowhere.conf")
+        result = run("db", "--debug", "version", "--config-file", missing, cwd=tmp_path)
+        assert "Traceback" in result.stderr
+
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ("status", "upgrade", "check", "--json", "--config-file", "{conf}"),
+            ("status", "--config-file", "{conf}", "upgrade", "check", "--json"),
+            ("--config-file", "{conf}", "status", "upgrade", "check", "--json"),
+        ],
+        ids=["after", "between", "before"],
+    )
+    def test_config_file_anywhere_around_status_upgrade_check(self, tmp_path, args):
+        conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        run("db", "sync", "--config-file", conf_path, cwd=tmp_path, check=True)
+        result = run(*(a.format(conf=conf_path) for a in args), cwd=tmp_path, check=True)
+        checks = json.loads(result.stdout)["checks"]
+        assert checks[0] == {"check": "Database Schema", "result": 0, "details": None}
+
+    def test_config_file_after_policy_show(self, tmp_path):
+        (tmp_path / "rules.yaml").write_text('"placement:traits:list": "role:lister"\n')
+        conf_path = write_conf(tmp_path, "sqlite://", "[oslo_policy]\npolicy_file = rules.yaml\n")
+        result = run("policy", "show", "--config-file", conf_path, cwd=tmp_path, check=True)
+        assert '"placement:traits:list": "role:lister"' in result.stdout.splitlines()
+
+    def test_later_config_files_win_wherever_they_are_given(self, tmp_path):
+        """The first file's database has a schema, the second's has none."""
+        first = write_conf(tmp_path, f"sqlite:///{tmp_path}/first.db")
+        run("db", "sync", "--config-file", first, cwd=tmp_path, check=True)
+        second = tmp_path / "second.conf"
+        second.write_text(f"[placement_database]\nconnection = sqlite:///{tmp_path}/second.db\n")
+        args = ("--config-file", first, "db", "version", "--config-file", str(second))
+        assert run(*args, cwd=tmp_path, check=True).stdout == "None\n"
+        args = ("--config-file", str(second), "db", "version", "--config-file", first)
+        assert run(*args, cwd=tmp_path, check=True).stdout.strip() == migration.head()
+
+
 class TestHelp:
     @pytest.mark.parametrize(
-        "command", [(), ("db",), ("db", "sync"), ("db", "version"), ("serve",)], ids=" ".join
+        "command",
+        [(), ("db",), ("status",), ("status", "upgrade"), ("policy",)]
+        + [param.values[0] for param in LEAF_COMMANDS],
+        ids=" ".join,
     )
     def test_every_command_has_help(self, tmp_path, command):
         result = run(*command, "--help", cwd=tmp_path, check=True)
         assert result.stdout.startswith("usage: placement-svc")
+        if command:
+            assert "--config-file PATH" in result.stdout
+            assert "--debug" in result.stdout
 
 
 WSGI_REQUEST = """
