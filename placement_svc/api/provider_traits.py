@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from placement_svc import errors, web
 from placement_svc import microversion as mv
-from placement_svc.db import names, providers
+from placement_svc.db import names, providers, traits
 from placement_svc.db import provider_traits as store
 from placement_svc.policies import traits as policies
 from placement_svc.schemas import trait as schema
@@ -55,7 +55,8 @@ class ProviderTraits:
             # Upstream moves the generation only when the set of traits changes.
             changed = store.replace(conn, provider.id, set(ids.values()))
             generation = providers.bump_generation(conn, provider, seen) if changed else seen
-            return generation, store.for_provider(conn, provider.id)
+            # Upstream answers with the traits it looked up by the body's names.
+            return generation, store.for_provider(conn, provider.id, traits.lookup_order(conn))
 
         self._send(req, resp, *self.db.write(write))
 

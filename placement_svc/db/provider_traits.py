@@ -12,12 +12,21 @@ TRAIT = tables.traits
 RPT = tables.resource_provider_traits
 
 
-def for_provider(conn: Connection, provider_id: int) -> list[Named]:
+def for_provider(
+    conn: Connection, provider_id: int, order: sa.ColumnElement = TRAIT.c.id
+) -> list[Named]:
+    """The provider's traits, in trait id order unless told otherwise.
+
+    Id order is upstream's on SQLite and MySQL, which read the link table's
+    (provider, trait) index. PostgreSQL upstream gives the link rows' heap
+    order (the order they were added, a PUT adding its new ones in the
+    iteration order of a Python set of ids): no rule reproduces that.
+    """
     rows = conn.execute(
         sa.select(TRAIT)
         .join(RPT, RPT.c.trait_id == TRAIT.c.id)
         .where(RPT.c.resource_provider_id == provider_id)
-        .order_by(TRAIT.c.name)
+        .order_by(order)
     )
     return [Named(r.id, r.name, r.created_at, r.updated_at) for r in rows]
 
