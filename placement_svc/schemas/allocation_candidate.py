@@ -54,12 +54,16 @@ def query_schema(version) -> dict:
         properties["root_required"] = _STRING
     if version >= mv.SAME_SUBTREE:
         properties["same_subtree"] = _STRING
-    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    # The keys in upstream's order: jsonschema reports the first failing rule
+    # in that order, so a query that breaks two ("resources1" alone at 1.24)
+    # gets upstream's words ("'resources' is a required property").
+    schema: dict = {"type": "object", "properties": properties}
+    if version < mv.GRANULAR:
+        schema["required"] = ["resources"]
+    schema["additionalProperties"] = False
     # Only a version with suffixed keys has patterns: with an empty
     # patternProperties jsonschema would word an unknown key as "does not match
     # any of the regexes" where upstream's schema says "... was unexpected".
     if pattern_properties:
         schema["patternProperties"] = pattern_properties
-    if version < mv.GRANULAR:
-        schema["required"] = ["resources"]
     return schema
