@@ -61,9 +61,9 @@ class PlacementError(Exception):
 
     @property
     def detail(self) -> str:
+        # webob's template, flattened: explanation, a blank line, the message
+        # between a blank before and two after (three blanks with no message).
         explanation = EXPLANATIONS.get(self.status, "")
-        if not self.message:
-            return explanation
         return f"{explanation}\n\n {strip_tags(self.message)}  "
 
 

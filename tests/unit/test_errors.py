@@ -35,8 +35,8 @@ def test_the_detail_is_the_explanation_then_the_message():
     )
 
 
-def test_an_error_without_a_message_is_its_explanation():
-    assert errors.NotFound().detail == "The resource could not be found."
+def test_an_error_without_a_message_is_its_explanation_and_upstreams_blanks():
+    assert errors.NotFound().detail == "The resource could not be found.\n\n   "
 
 
 def test_the_default_code_is_upstreams():
@@ -74,7 +74,7 @@ def test_the_body_has_no_code_before_1_23():
             {
                 "status": 404,
                 "title": "Not Found",
-                "detail": "The resource could not be found.",
+                "detail": "The resource could not be found.\n\n   ",
                 "request_id": "req-1",
             }
         ]
