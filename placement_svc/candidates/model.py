@@ -41,6 +41,9 @@ class Found:
 
     providers: dict[int, Provider] = field(default_factory=dict)
     traits: dict[int, frozenset[str]] = field(default_factory=dict)
+    # trait name -> trait id, for the traits the providers hold: summaries list
+    # a provider's traits in id order (the order upstream's database gives)
+    trait_ids: dict[str, int] = field(default_factory=dict)
     room: dict[tuple[int, str], Room] = field(default_factory=dict)
     # (provider, requested class) -> (capacity, used) where there is no room:
     # provider summaries show these too

@@ -67,7 +67,10 @@ def _summaries(found: Found, providers: list[int], other, requested, version) ->
     room, full, by_id = found.room, found.full, found.providers
     with_traits = version >= mv.CANDIDATES_REQUIRED
     with_tree = version >= mv.NESTED_CANDIDATES
-    sorted_traits: dict[frozenset, list[str]] = {}
+    # A provider's traits in trait id order (creation order), as upstream's
+    # database lists them; equal sets are one object, so each is ordered once.
+    trait_id = found.trait_ids.__getitem__
+    ordered_traits: dict[frozenset, list[str]] = {}
     summaries = {}
     for pid in providers:
         resources = {}
@@ -87,9 +90,9 @@ def _summaries(found: Found, providers: list[int], other, requested, version) ->
         summary: dict = {"resources": resources}
         if with_traits:
             traits = found.traits.get(pid, frozenset())
-            names = sorted_traits.get(traits)
+            names = ordered_traits.get(traits)
             if names is None:
-                names = sorted_traits[traits] = sorted(traits)
+                names = ordered_traits[traits] = sorted(traits, key=trait_id)
             summary["traits"] = names
         if with_tree:
             provider = by_id[pid]

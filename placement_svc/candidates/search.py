@@ -146,9 +146,16 @@ def _load_room(conn, found: Found, wanted: dict[int, tuple[str, int]]) -> dict[s
 def _load_providers(conn, found: Found, where, trait_names: dict[int, list[str]]) -> None:
     """The providers matching ``where``, with the names of their traits (one
     statement: a provider comes once per trait, or once with none)."""
-    providers = found.providers
+    providers, trait_ids = found.providers, found.trait_ids
     rows = conn.execute(
-        sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id, RP.c.root_provider_id, TRAIT.c.name)
+        sa.select(
+            RP.c.id,
+            RP.c.uuid,
+            RP.c.parent_provider_id,
+            RP.c.root_provider_id,
+            TRAIT.c.name,
+            TRAIT.c.id,
+        )
         .select_from(
             RP.outerjoin(RPT, RPT.c.resource_provider_id == RP.c.id).outerjoin(
                 TRAIT, TRAIT.c.id == RPT.c.trait_id
@@ -156,10 +163,11 @@ def _load_providers(conn, found: Found, where, trait_names: dict[int, list[str]]
         )
         .where(where)
     ).all()
-    for pid, uuid, parent_id, root_id, trait in rows:
+    for pid, uuid, parent_id, root_id, trait, trait_id in rows:
         if pid not in providers:
             providers[pid] = Provider(pid, uuid, parent_id, root_id)
         if trait is not None:
+            trait_ids[trait] = trait_id
             held = trait_names.get(pid)
             if held is None:
                 trait_names[pid] = [trait]
