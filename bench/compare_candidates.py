@@ -174,7 +174,7 @@ def query(world: World, rng: random.Random, defects: bool) -> tuple[str, str] | 
         policy = None
     if minor >= 35 and rng.random() < 0.2:
         parts.append("root_required=" + rng.choice([x, f"!{y}", f"{x},!{y}"]))
-    if rng.random() < 0.1:
+    if minor >= 16 and rng.random() < 0.2:
         parts.append(f"limit={rng.randint(1, 5)}")
     if not defects:
         if policy != "none" and any(rc in unsuffixed for r in suffixes.values() for rc in r):
@@ -238,6 +238,47 @@ def normalised(status: int, raw: bytes):
     return status, requests, json.dumps(summaries, sort_keys=True)
 
 
+def without_limit(qs: str) -> str:
+    return "&".join(p for p in qs.split("&") if not p.startswith("limit="))
+
+
+def _named(allocation_request) -> set[str]:
+    """The provider uuids of one allocation request, list form or dict form."""
+    allocations = allocation_request["allocations"]
+    if isinstance(allocations, dict):
+        return set(allocations)
+    return {a["resource_provider"]["uuid"] for a in allocations}
+
+
+def limit_rule_broken(world: World, qs: str, limited: bytes, unlimited: bytes) -> str | None:
+    """What a limited answer breaks of upstream's rule, or None: at most
+    ``limit`` candidates, each one of the unlimited answer's, and the
+    summaries those of the unlimited answer whose provider's root is the
+    root of a provider of a returned candidate."""
+    limit = int(next(p for p in qs.split("&") if p.startswith("limit="))[6:])
+    cut, whole = json.loads(limited), json.loads(unlimited)
+    root = {}
+    for p in world.providers:
+        top = p
+        while top["parent"]:
+            top = top["parent"]
+        root[p["uuid"]] = top["uuid"]
+    for request in cut["allocation_requests"] + whole["allocation_requests"]:
+        for suffix, providers in request.get("mappings", {}).items():
+            request["mappings"][suffix] = sorted(providers)
+    requests = [json.dumps(r, sort_keys=True) for r in cut["allocation_requests"]]
+    every = {json.dumps(r, sort_keys=True) for r in whole["allocation_requests"]}
+    if len(requests) != min(limit, len(every)) or not set(requests) <= every:
+        return f"{len(requests)} candidates for limit={limit} of {len(every)}"
+    roots = {root[u] for r in cut["allocation_requests"] for u in _named(r)}
+    expected = {u for u in whole["provider_summaries"] if root[u] in roots}
+    if set(cut["provider_summaries"]) != expected:
+        names = {p["uuid"]: p["name"] for p in world.providers}
+        got = sorted(names[u] for u in cut["provider_summaries"])
+        return f"summaries {got}, expected {sorted(names[u] for u in expected)}"
+    return None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="http://127.0.0.1:8778")
@@ -271,8 +312,18 @@ def main(argv=None) -> int:
                 client.headers["openstack-api-version"] = f"placement {version}"
                 answers.append(client.raw("GET", "/allocation_candidates?" + qs))
             asked += 1
-            if "limit=" in qs:  # which candidates come back is not fixed: status only
+            if "limit=" in qs:
+                # Which candidates come back is not fixed: each endpoint is
+                # checked against its own unlimited answer instead.
                 same = answers[0][0] == answers[1][0]
+                if same and answers[0][0] == 200:
+                    whole = without_limit(qs)
+                    for client, (_status, raw) in zip(clients, answers):
+                        unlimited = client.raw("GET", "/allocation_candidates?" + whole)[1]
+                        broken = limit_rule_broken(world, qs, raw, unlimited)
+                        if broken:
+                            same = False
+                            print(f"  {client.url}: {broken}")
             else:
                 same = normalised(*answers[0]) == normalised(*answers[1])
             if not same:
