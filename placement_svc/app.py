@@ -99,12 +99,14 @@ class _Resource:
 
 def _render_error(req, resp, error: errors.PlacementError) -> None:
     """JSON for clients that prefer it (or say nothing), otherwise webob's
-    HTML or plain text page, as upstream answers."""
+    HTML or plain text page, as upstream answers; but a 500 is always JSON
+    with the request id, the one thing an operator needs to find it in the
+    log, whatever the client prefers."""
     resp.status = error.status
     for name, value in error.headers.items():
         resp.set_header(name, value)
     media_type = accept.error_media_type(req.get_header("Accept"))
-    if media_type != accept.JSON:
+    if media_type != accept.JSON and error.status != 500:
         resp.content_type = f"{media_type}; charset=UTF-8"
         resp.text = errors.page(error, media_type)
         return

@@ -230,3 +230,29 @@ def test_the_json_500_carries_the_error_code_from_1_23():
     assert guard.body_for(environ)["errors"][0]["code"] == "placement.undefined_code"
     environ["placement.microversion"] = mv.Version(1, 22)
     assert "code" not in guard.body_for(environ)["errors"][0]
+
+
+def test_an_unexpected_error_inside_falcon_is_json_even_for_a_browser(log, monkeypatch):
+    """Other errors follow the client's Accept as upstream's do; a 500 is JSON
+    with the request id whatever the client prefers."""
+
+    def broken(req, resp):
+        raise RuntimeError("a handler broke")
+
+    monkeypatch.setattr(app.root, "home", broken)
+    status, headers, body = call(make_app(), "GET", "/", HTTP_ACCEPT="text/html")
+    request_id = headers["x-openstack-request-id"]
+    assert status == "500 Internal Server Error"
+    assert headers["content-type"] == "application/json"
+    assert json.loads(body) == {
+        "errors": [
+            {
+                "status": 500,
+                "title": "Internal Server Error",
+                "detail": "The server has either erred or is incapable of performing "
+                "the requested operation.\n\n An unexpected error occurred.  ",
+                "request_id": request_id,
+            }
+        ]
+    }
+    assert "status: 500" in the_line(log)
