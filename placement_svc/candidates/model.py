@@ -1,4 +1,5 @@
-"""Plain data the search hands to the merge: providers, room, options per group."""
+"""Plain data the search loads and the rules, the merge and render read:
+providers, room, traits, aggregates, options per group."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ class Room(NamedTuple):
 
 @dataclass
 class Found:
-    """Everything merge.py needs, as plain data."""
+    """What the search loaded for one request, and what eligibility.py made of
+    it (options, roots): everything merge.py and render.py need, as plain data.
+    """
 
     providers: dict[int, Provider] = field(default_factory=dict)
     traits: dict[int, frozenset[str]] = field(default_factory=dict)
@@ -48,6 +51,12 @@ class Found:
     # (provider, requested class) -> (capacity, used) where there is no room:
     # provider summaries show these too
     full: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict)
+    # class -> providers with room for the class's smallest requested amount,
+    # in id order: an index of ``room`` the search builds as it reads
+    with_room: dict[str, list[int]] = field(default_factory=dict)
+    # provider -> its aggregates' uuids, for every provider loaded; read only
+    # when a group has member_of (empty otherwise)
+    aggregates: dict[int, frozenset[str]] = field(default_factory=dict)
     # suffix -> resource class (None for a granular group as a whole) -> provider ids
     options: dict[str, dict[str | None, list[int]]] = field(default_factory=dict)
     sharing: set[int] = field(default_factory=set)

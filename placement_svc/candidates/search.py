@@ -1,10 +1,11 @@
-"""SQL for each request group: which providers (in which trees) can serve it.
+"""The SQL of GET /allocation_candidates: what a request's groups could use.
 
 A bounded number of statements per request, whatever the number of
-providers: one capacity query per requested resource class, then one each
-for the providers of the trees involved, their traits, their aggregates and
-the sharing providers' aggregate neighbours. Per-group filtering of those
-rows happens here in Python; combining groups into candidates is merge.py.
+providers: the room of the requested classes, then the providers of the
+trees involved with their traits, the sharing providers' aggregate
+neighbours and, for member_of, the providers' aggregates. The rows become a
+Found; which providers may serve which group is decided from it by
+eligibility.py (pure), combining groups into candidates is merge.py.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from placement_svc import errors
+from placement_svc.candidates import eligibility
 from placement_svc.candidates.model import Found, Provider, Room
-from placement_svc.candidates.request import Request, RequestGroup
+from placement_svc.candidates.request import Request
 from placement_svc.db import filters, names, tables
 
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
@@ -50,8 +52,8 @@ def search(conn: Connection, request: Request) -> Found:
         for rc, amount in smallest.items()
         if amount <= tables.MAX_INT  # no inventory can hold more (max_unit is an INT)
     }
-    with_room = _load_room(conn, found, wanted)
-    if not with_room and all(g.resources for g in request.groups.values()):
+    found.with_room = _load_room(conn, found, wanted)
+    if not found.with_room and all(g.resources for g in request.groups.values()):
         return found
     # 2. Every provider of the trees holding the requested classes.
     trees = (
@@ -78,12 +80,8 @@ def search(conn: Connection, request: Request) -> Found:
     found.traits = _interned(trait_names, found.providers)
     # Aggregates matter only to member_of (sharing has its own query above).
     if any(group.member_of for group in request.groups.values()):
-        aggregates = _aggregates(conn, found.providers, in_trees)
-    else:
-        aggregates = {}
-    for suffix, group in request.groups.items():
-        found.options[suffix] = _group_options(found, group, aggregates, with_room)
-    found.roots = _anchors(found, request, sorted({p.root_id for p in found.providers.values()}))
+        found.aggregates = _aggregates(conn, found.providers, in_trees)
+    eligibility.apply(found, request)
     return found
 
 
@@ -229,99 +227,6 @@ def _aggregates(conn, providers, in_trees) -> dict[int, frozenset[str]]:
     ).all():
         names_of.setdefault(pid, []).append(uuid)
     return _interned(names_of, providers)
-
-
-def _group_options(found: Found, group: RequestGroup, aggregates, with_room) -> dict:
-    """Providers that may serve the group (per class for the unsuffixed group),
-    in id order."""
-    tree_root = None
-    if group.in_tree is not None:
-        tree = next((p for p in found.providers.values() if p.uuid == group.in_tree), None)
-        tree_root = tree.root_id if tree is not None else -1
-
-    unconstrained = tree_root is None and not group.member_of and not group.required
-    providers, traits, sharing = found.providers, found.traits, found.sharing
-    # Verdicts by (traits, aggregates, root's aggregates): the sets are
-    # interned, so the thousands of providers of a cloud share a few keys.
-    verdicts: dict[tuple, bool] = {}
-
-    def eligible(pid: int) -> bool:
-        if unconstrained:
-            return True
-        provider = providers[pid]
-        if tree_root is not None and provider.root_id != tree_root:
-            return False
-        mine = root_aggregates = None
-        if group.member_of:
-            mine = aggregates[pid]
-            # For the unsuffixed group an aggregate on a root spans its tree:
-            # the provider itself or its root must meet every member_of. A
-            # sharing provider, and a granular group's provider, must meet
-            # them itself.
-            if not group.same_provider and pid not in sharing:
-                root_aggregates = aggregates.get(provider.root_id, frozenset())
-        key = (traits[pid], mine, root_aggregates)
-        verdict = verdicts.get(key)
-        if verdict is None:
-            verdict = verdicts[key] = _qualifies(group, *key)
-        return verdict
-
-    room = found.room
-    if not group.same_provider:
-        return {
-            rc: [
-                pid
-                for pid in with_room.get(rc, ())
-                if pid in found.providers and room[(pid, rc)].fits(amount) and eligible(pid)
-            ]
-            for rc, amount in group.resources.items()
-        }
-    if not group.resources:  # a resourceless group: any provider that qualifies
-        return {None: [pid for pid in sorted(found.providers) if eligible(pid)]}
-    # One provider serves the whole group: start from the class fewest hold.
-    scarcest = min(group.resources, key=lambda rc: len(with_room.get(rc, ())))
-    return {
-        None: [
-            pid
-            for pid in with_room.get(scarcest, ())
-            if pid in found.providers
-            and all(
-                (pid, rc) in room and room[(pid, rc)].fits(amount)
-                for rc, amount in group.resources.items()
-            )
-            and eligible(pid)
-        ]
-    }
-
-
-def _qualifies(group: RequestGroup, traits, mine, root_aggregates) -> bool:
-    """The group's member_of (``mine`` and ``root_aggregates`` None when it has
-    none) and trait rules, for one provider's traits and aggregates."""
-    if group.member_of:
-        holders = [mine] if root_aggregates is None else [mine, root_aggregates]
-        if group.member_of.any_of and not any(
-            all(held & any_of for any_of in group.member_of.any_of) for held in holders
-        ):
-            return False
-        if any(held & group.member_of.forbidden for held in holders):
-            return False
-    if traits & group.required.forbidden:
-        return False
-    if group.same_provider and any(not (traits & any_of) for any_of in group.required.any_of):
-        return False
-    return True
-
-
-def _anchors(found: Found, request: Request, roots: list[int]) -> list[int]:
-    """Trees a candidate may be built on: root_required is checked on the root."""
-    if not (request.root_required or request.root_forbidden):
-        return roots
-    return [
-        root
-        for root in roots
-        if request.root_required <= found.traits[root]
-        and not (request.root_forbidden & found.traits[root])
-    ]
 
 
 def other_inventories(

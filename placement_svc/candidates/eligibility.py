@@ -1,0 +1,149 @@
+"""Which providers may serve each request group, and which trees may anchor a
+candidate: the rules, on what the search loaded. Pure: no SQL, no web.
+
+search.py reads rows into a Found (providers, room, traits, aggregates,
+sharing); the rules here decide from that data alone, so they can be tested
+on a hand-built Found. Per group: room for its amounts, forbidden traits,
+the any-of trait sets of a granular group, member_of (any-of and forbidden
+aggregates) and in_tree. Request-wide: root_required / root_forbidden on the
+anchors. A new request-wide filter goes here (with its parsing in
+request.py); rules that need several providers at once (group_policy,
+same_subtree, the unsuffixed group's collective traits) are merge.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from placement_svc.candidates.model import Found
+from placement_svc.candidates.request import Request, RequestGroup
+
+# A group's options: per requested class for the unsuffixed group (it may
+# spread over several providers), under None for a granular group as a whole.
+Options = dict[str | None, list[int]]
+_NONE: frozenset[str] = frozenset()
+
+
+def apply(found: Found, request: Request) -> None:
+    """Fill ``found.options`` for every group and ``found.roots``."""
+    for suffix, group in request.groups.items():
+        found.options[suffix] = group_options(found, group)
+    found.roots = anchors(found, request)
+
+
+def group_options(found: Found, group: RequestGroup) -> Options:
+    """Providers that may serve the group (per class for the unsuffixed
+    group), in id order: those with room for the amounts that pass the
+    group's trait, aggregate and tree rules."""
+    eligible = _eligibility(found, group)
+    room, with_room, providers = found.room, found.with_room, found.providers
+    if not group.same_provider:
+        return {
+            rc: [
+                pid
+                for pid in with_room.get(rc, ())
+                if pid in providers and room[(pid, rc)].fits(amount) and eligible(pid)
+            ]
+            for rc, amount in group.resources.items()
+        }
+    if not group.resources:  # a resourceless group: any provider that qualifies
+        return {None: [pid for pid in sorted(providers) if eligible(pid)]}
+    # One provider serves the whole group: start from the class fewest hold.
+    scarcest = min(group.resources, key=lambda rc: len(with_room.get(rc, ())))
+    return {
+        None: [
+            pid
+            for pid in with_room.get(scarcest, ())
+            if pid in providers
+            and all(
+                (pid, rc) in room and room[(pid, rc)].fits(amount)
+                for rc, amount in group.resources.items()
+            )
+            and eligible(pid)
+        ]
+    }
+
+
+def _eligibility(found: Found, group: RequestGroup) -> Callable[[int], bool]:
+    """provider id -> whether the group's traits, member_of and in_tree allow
+    it (room aside). Verdicts are kept by (traits, aggregates, root's
+    aggregates): the sets are interned, so the thousands of providers of a
+    cloud share a few keys and the rules run a few times per request."""
+    tree_root = _tree_root(found, group.in_tree)
+    if tree_root is None and not group.member_of and not group.required:
+        return _always
+    providers, traits, sharing = found.providers, found.traits, found.sharing
+    aggregates = found.aggregates
+    spreads = not group.same_provider
+    verdicts: dict[tuple, bool] = {}
+
+    def eligible(pid: int) -> bool:
+        provider = providers[pid]
+        if tree_root is not None and provider.root_id != tree_root:
+            return False
+        mine = root_aggregates = None
+        if group.member_of:
+            mine = aggregates.get(pid, _NONE)
+            # For the unsuffixed group an aggregate on a root spans its tree:
+            # the provider itself or its root must meet every member_of. A
+            # sharing provider, and a granular group's provider, must meet
+            # them itself.
+            if spreads and pid not in sharing:
+                root_aggregates = aggregates.get(provider.root_id, _NONE)
+        key = (traits[pid], mine, root_aggregates)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = verdicts[key] = qualifies(group, *key)
+        return verdict
+
+    return eligible
+
+
+def _always(pid: int) -> bool:
+    return True
+
+
+def _tree_root(found: Found, in_tree: str | None) -> int | None:
+    """The root of the in_tree provider; -1 (no tree) for an unknown uuid,
+    None without in_tree."""
+    if in_tree is None:
+        return None
+    tree = next((p for p in found.providers.values() if p.uuid == in_tree), None)
+    return tree.root_id if tree is not None else -1
+
+
+def qualifies(
+    group: RequestGroup,
+    traits: frozenset[str],
+    mine: frozenset[str] | None,
+    root_aggregates: frozenset[str] | None,
+) -> bool:
+    """The group's member_of and trait rules for one provider's traits and
+    aggregates (``mine``; None when the group has no member_of) and, for the
+    unsuffixed group, its root's (``root_aggregates``; None when they do not
+    count). The unsuffixed group's any-of traits are met by its providers
+    together, so merge.py checks them, not this."""
+    member_of = group.member_of
+    if member_of and mine is not None:
+        holders = [mine] if root_aggregates is None else [mine, root_aggregates]
+        if member_of.any_of and not any(
+            all(held & any_of for any_of in member_of.any_of) for held in holders
+        ):
+            return False
+        if any(held & member_of.forbidden for held in holders):
+            return False
+    if traits & group.required.forbidden:
+        return False
+    if group.same_provider and any(not (traits & any_of) for any_of in group.required.any_of):
+        return False
+    return True
+
+
+def anchors(found: Found, request: Request) -> list[int]:
+    """Trees a candidate may be built on, in id order: every loaded tree
+    whose root meets root_required and root_forbidden."""
+    roots = sorted({p.root_id for p in found.providers.values()})
+    if not (request.root_required or request.root_forbidden):
+        return roots
+    required, forbidden, traits = request.root_required, request.root_forbidden, found.traits
+    return [root for root in roots if required <= traits[root] and not (forbidden & traits[root])]

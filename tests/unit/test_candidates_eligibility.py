@@ -1,0 +1,292 @@
+"""candidates.eligibility on hand-built search results (model.Found), no database.
+
+What is proven: which providers may serve a group: room for the amount
+(min_unit, max_unit, step_size), one provider holding every class of a
+granular group, a resourceless group open to every provider that qualifies;
+forbidden traits for every group, any-of traits per provider for a granular
+group only (the unsuffixed group meets them collectively, in merge.py);
+member_of any-of and forbidden aggregates, where for the unsuffixed group a
+provider's root's aggregates count for it, but not for a sharing provider nor
+for a granular group; in_tree (the whole tree of the named provider, sharing
+providers outside it excluded, an unknown uuid giving nothing). Request-wide:
+the anchors are every tree, in id order, less those whose root fails
+root_required / root_forbidden (a child's traits do not count).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+from microversion_parse import Version
+
+from placement_svc.candidates import eligibility, request
+from placement_svc.candidates.model import Found, Provider, Room
+
+LATEST = Version(1, 39)
+AGG_A = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+AGG_B = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
+SHARING = "MISC_SHARES_VIA_AGGREGATE"
+
+
+def ask(qs: str, version=LATEST) -> request.Request:
+    params: dict[str, list[str]] = {}
+    for key, value in parse_qsl(qs, keep_blank_values=True):
+        params.setdefault(key, []).append(value)
+    return request.parse(params, version)
+
+
+def uuid_of(pid: int) -> str:
+    return f"00000000-0000-4000-8000-{pid:012d}"
+
+
+class World:
+    """Providers by name, as search would load them."""
+
+    def __init__(self):
+        self.found = Found()
+        self.ids: dict[str, int] = {}
+        self.names: dict[int, str] = {}
+
+    def provider(self, name, parent=None, room=None, traits=(), aggregates=(), **units):
+        pid = len(self.ids) + 1
+        parent_id = self.ids[parent] if parent else None
+        root_id = self.found.providers[parent_id].root_id if parent else pid
+        self.ids[name], self.names[pid] = pid, name
+        self.found.providers[pid] = Provider(pid, uuid_of(pid), parent_id, root_id)
+        self.found.traits[pid] = frozenset(traits)
+        self.found.aggregates[pid] = frozenset(aggregates)
+        for rc, free in (room or {}).items():
+            self.found.room[(pid, rc)] = Room(
+                free, units.get("min_unit", 1), units.get("max_unit", free), units.get("step", 1)
+            )
+            self.found.with_room.setdefault(rc, []).append(pid)
+        if SHARING in traits:
+            self.found.sharing.add(pid)
+        return pid
+
+    def options(self, qs: str, suffix: str = "") -> dict:
+        """The group's options, with provider names for ids."""
+        group = ask(qs).groups[suffix]
+        chosen = eligibility.group_options(self.found, group)
+        return {key: [self.names[pid] for pid in pids] for key, pids in chosen.items()}
+
+    def anchors(self, qs: str) -> list[str]:
+        return [self.names[pid] for pid in eligibility.anchors(self.found, ask(qs))]
+
+
+# Room
+
+
+def test_the_unsuffixed_group_takes_each_class_from_providers_with_room():
+    world = World()
+    world.provider("host1", room={"VCPU": 4, "MEMORY_MB": 512})
+    world.provider("host2", room={"VCPU": 1, "MEMORY_MB": 4096})
+    world.provider("host3", room={"VCPU": 8})
+    assert world.options("resources=VCPU:2,MEMORY_MB:1024") == {
+        "VCPU": ["host1", "host3"],
+        "MEMORY_MB": ["host2"],
+    }
+
+
+def test_room_honours_min_unit_max_unit_and_step_size():
+    world = World()
+    world.provider("small_max", room={"VCPU": 16}, max_unit=2)
+    world.provider("big_min", room={"VCPU": 16}, min_unit=8)
+    world.provider("steps_of_4", room={"VCPU": 16}, step=4)
+    world.provider("any", room={"VCPU": 16})
+    assert world.options("resources=VCPU:4") == {"VCPU": ["steps_of_4", "any"]}
+    assert world.options("resources=VCPU:2") == {"VCPU": ["small_max", "any"]}
+
+
+def test_a_granular_group_needs_one_provider_with_room_for_every_class():
+    world = World()
+    world.provider("host")
+    world.provider("numa0", parent="host", room={"VCPU": 4})
+    world.provider("numa1", parent="host", room={"VCPU": 4, "MEMORY_MB": 2048})
+    world.provider("numa2", parent="host", room={"VCPU": 1, "MEMORY_MB": 2048})
+    world.provider("numa3", parent="host", room={"VCPU": 2, "MEMORY_MB": 1024})
+    qs = "resources1=VCPU:2,MEMORY_MB:1024"
+    assert world.options(qs, "1") == {None: ["numa1", "numa3"]}
+
+
+def test_a_resourceless_group_is_open_to_every_provider_that_qualifies():
+    world = World()
+    world.provider("host", room={"VCPU": 4})
+    world.provider("nic1", parent="host", traits=["CUSTOM_PHYSNET1"])
+    world.provider("nic2", parent="host", traits=["CUSTOM_PHYSNET2"])
+    qs = "resources=VCPU:1&required_NET=CUSTOM_PHYSNET1&same_subtree=_NET"
+    assert world.options(qs, "_NET") == {None: ["nic1"]}
+    qs = "resources=VCPU:1&required_NET=!CUSTOM_PHYSNET1&same_subtree=_NET"
+    assert world.options(qs, "_NET") == {None: ["host", "nic2"]}
+
+
+# Traits
+
+
+def test_forbidden_traits_rule_out_a_provider_in_every_group():
+    world = World()
+    world.provider("plain", room={"VCPU": 4})
+    world.provider("slow", room={"VCPU": 4}, traits=["CUSTOM_SLOW"])
+    assert world.options("resources=VCPU:1&required=!CUSTOM_SLOW") == {"VCPU": ["plain"]}
+    assert world.options("resources1=VCPU:1&required1=!CUSTOM_SLOW", "1") == {None: ["plain"]}
+
+
+def test_a_granular_groups_provider_holds_every_required_trait_itself():
+    world = World()
+    world.provider("fast", room={"VCPU": 4}, traits=["CUSTOM_FAST"])
+    world.provider("fast_avx", room={"VCPU": 4}, traits=["CUSTOM_FAST", "HW_CPU_X86_AVX"])
+    world.provider("none", room={"VCPU": 4})
+    qs = "resources1=VCPU:1&required1=CUSTOM_FAST,HW_CPU_X86_AVX"
+    assert world.options(qs, "1") == {None: ["fast_avx"]}
+
+
+def test_a_granular_groups_any_of_traits_need_one_of_each_set():
+    world = World()
+    world.provider("ssd", room={"DISK_GB": 9}, traits=["CUSTOM_SSD"])
+    world.provider("nvme_raid", room={"DISK_GB": 9}, traits=["CUSTOM_NVME", "CUSTOM_RAID"])
+    world.provider("nvme", room={"DISK_GB": 9}, traits=["CUSTOM_NVME"])
+    world.provider("hdd_raid", room={"DISK_GB": 9}, traits=["CUSTOM_HDD", "CUSTOM_RAID"])
+    qs = "resources1=DISK_GB:1&required1=in:CUSTOM_SSD,CUSTOM_NVME&required1=in:CUSTOM_RAID"
+    assert world.options(qs, "1") == {None: ["nvme_raid"]}
+    qs = "resources1=DISK_GB:1&required1=in:CUSTOM_SSD,CUSTOM_NVME"
+    assert world.options(qs, "1") == {None: ["ssd", "nvme_raid", "nvme"]}
+
+
+def test_the_unsuffixed_groups_required_traits_rule_out_no_provider_alone():
+    """Its providers meet them together: merge.py checks the combination."""
+    world = World()
+    world.provider("host", room={"VCPU": 4}, traits=["HW_CPU_X86_AVX"])
+    world.provider("disk", parent="host", room={"DISK_GB": 9})
+    qs = "resources=VCPU:1,DISK_GB:1&required=HW_CPU_X86_AVX"
+    assert world.options(qs) == {"VCPU": ["host"], "DISK_GB": ["disk"]}
+
+
+# Aggregates
+
+
+def test_member_of_for_a_granular_group_is_the_providers_own():
+    world = World()
+    world.provider("host", aggregates=[AGG_A])
+    world.provider("numa_in", parent="host", room={"VCPU": 4}, aggregates=[AGG_A])
+    world.provider("numa_out", parent="host", room={"VCPU": 4})
+    assert world.options(f"resources1=VCPU:1&member_of1={AGG_A}", "1") == {None: ["numa_in"]}
+
+
+def test_member_of_for_the_unsuffixed_group_counts_the_roots_aggregates():
+    world = World()
+    world.provider("host_in", room={"VCPU": 4}, aggregates=[AGG_A])
+    world.provider("child_of_in", parent="host_in", room={"VCPU": 4})
+    world.provider("host_out", room={"VCPU": 4})
+    world.provider("child_in", parent="host_out", room={"VCPU": 4}, aggregates=[AGG_A])
+    world.provider("child_of_out", parent="host_out", room={"VCPU": 4})
+    assert world.options(f"resources=VCPU:1&member_of={AGG_A}") == {
+        "VCPU": ["host_in", "child_of_in", "child_in"]
+    }
+
+
+def test_member_of_any_of_takes_one_aggregate_of_the_list():
+    world = World()
+    world.provider("in_a", room={"VCPU": 4}, aggregates=[AGG_A])
+    world.provider("in_b", room={"VCPU": 4}, aggregates=[AGG_B])
+    world.provider("in_none", room={"VCPU": 4})
+    assert world.options(f"resources=VCPU:1&member_of=in:{AGG_A},{AGG_B}") == {
+        "VCPU": ["in_a", "in_b"]
+    }
+
+
+def test_repeated_member_of_is_met_by_the_provider_or_its_root_alone():
+    """Every member_of by the provider itself, or every one by its root: one
+    each does not do (as the code decides today)."""
+    world = World()
+    world.provider("root_a", aggregates=[AGG_A])
+    world.provider("child_b", parent="root_a", room={"VCPU": 4}, aggregates=[AGG_B])
+    world.provider("root_ab", aggregates=[AGG_A, AGG_B])
+    world.provider("child", parent="root_ab", room={"VCPU": 4})
+    world.provider("both", room={"VCPU": 4}, aggregates=[AGG_A, AGG_B])
+    qs = f"resources=VCPU:1&member_of={AGG_A}&member_of={AGG_B}"
+    assert world.options(qs) == {"VCPU": ["child", "both"]}
+
+
+def test_a_forbidden_aggregate_on_the_provider_or_for_the_unsuffixed_group_its_root():
+    world = World()
+    world.provider("host_in", room={"VCPU": 4}, aggregates=[AGG_A])
+    world.provider("child_of_in", parent="host_in", room={"VCPU": 4})
+    world.provider("host_out", room={"VCPU": 4})
+    world.provider("child_in", parent="host_out", room={"VCPU": 4}, aggregates=[AGG_A])
+    world.provider("child_of_out", parent="host_out", room={"VCPU": 4})
+    assert world.options(f"resources=VCPU:1&member_of=!{AGG_A}") == {
+        "VCPU": ["host_out", "child_of_out"]
+    }
+    assert world.options(f"resources1=VCPU:1&member_of1=!{AGG_A}", "1") == {
+        None: ["child_of_in", "host_out", "child_of_out"]
+    }
+
+
+def test_a_sharing_provider_meets_member_of_itself_not_through_its_root():
+    world = World()
+    world.provider("rack", aggregates=[AGG_A])
+    world.provider("nfs_in", parent="rack", room={"DISK_GB": 99}, traits=[SHARING])
+    world.provider("nfs_own", room={"DISK_GB": 99}, traits=[SHARING], aggregates=[AGG_A])
+    assert world.options(f"resources=DISK_GB:1&member_of={AGG_A}") == {"DISK_GB": ["nfs_own"]}
+    assert world.options(f"resources=DISK_GB:1&member_of=!{AGG_A}") == {"DISK_GB": ["nfs_in"]}
+
+
+# in_tree
+
+
+def test_in_tree_keeps_the_whole_tree_of_the_named_provider():
+    world = World()
+    world.provider("host1", room={"VCPU": 4})
+    numa = world.provider("numa", parent="host1", room={"VCPU": 4})
+    world.provider("host2", room={"VCPU": 4})
+    assert world.options(f"resources=VCPU:1&in_tree={uuid_of(numa)}") == {
+        "VCPU": ["host1", "numa"]
+    }
+
+
+def test_in_tree_leaves_out_sharing_providers_of_other_trees():
+    world = World()
+    host = world.provider("host", room={"VCPU": 4})
+    world.provider("nfs", room={"DISK_GB": 99}, traits=[SHARING])
+    qs = f"resources=VCPU:1,DISK_GB:1&in_tree={uuid_of(host)}"
+    assert world.options(qs) == {"VCPU": ["host"], "DISK_GB": []}
+
+
+def test_in_tree_naming_no_loaded_provider_gives_nothing():
+    world = World()
+    world.provider("host", room={"VCPU": 4})
+    assert world.options(f"resources=VCPU:1&in_tree={uuid_of(99)}") == {"VCPU": []}
+
+
+# Request-wide: the anchors
+
+
+def test_the_anchors_are_every_tree_in_id_order():
+    world = World()
+    world.provider("host1")
+    world.provider("numa", parent="host1", room={"VCPU": 4})
+    world.provider("host2", room={"VCPU": 4})
+    assert world.anchors("resources=VCPU:1") == ["host1", "host2"]
+
+
+def test_root_required_and_forbidden_are_checked_on_the_root_only():
+    world = World()
+    world.provider("fast", traits=["CUSTOM_FAST"])
+    world.provider("fast_off", traits=["CUSTOM_FAST", "CUSTOM_OFF"])
+    world.provider("slow")
+    world.provider("fast_child", parent="slow", traits=["CUSTOM_FAST"])
+    assert world.anchors("resources=VCPU:1&root_required=CUSTOM_FAST") == ["fast", "fast_off"]
+    assert world.anchors("resources=VCPU:1&root_required=!CUSTOM_OFF") == ["fast", "slow"]
+    qs = "resources=VCPU:1&root_required=CUSTOM_FAST,!CUSTOM_OFF"
+    assert world.anchors(qs) == ["fast"]
+
+
+def test_apply_fills_the_options_of_every_group_and_the_anchors():
+    world = World()
+    world.provider("host", room={"MEMORY_MB": 4096}, traits=["CUSTOM_OFF"])
+    world.provider("numa", parent="host", room={"VCPU": 4})
+    world.provider("other", room={"MEMORY_MB": 4096, "VCPU": 4})
+    wanted = ask("resources=MEMORY_MB:1024&resources1=VCPU:1&root_required=!CUSTOM_OFF")
+    eligibility.apply(world.found, wanted)
+    assert world.found.options == {"": {"MEMORY_MB": [1, 3]}, "1": {None: [2, 3]}}
+    assert world.found.roots == [3]
