@@ -1,12 +1,14 @@
-"""GET /allocation_candidates (1.10+): parse, search, merge, render."""
+"""GET /allocation_candidates (1.10+): parse, find (search, merge, render), answer."""
 
 from __future__ import annotations
 
 import random
+from functools import partial
 
 from placement_svc import microversion as mv
 from placement_svc import web
-from placement_svc.candidates import merge, render, request, search
+from placement_svc.candidates import request
+from placement_svc.candidates.find import Settings, find
 from placement_svc.policies import allocation_candidates as policies
 from placement_svc.schemas import allocation_candidate as schema
 
@@ -23,27 +25,8 @@ class AllocationCandidates:
         version = web.version(req)
         wanted = request.parse(web.query(req, schema.query_schema(version)), version)
         rng = random.Random() if self.conf.randomize_allocation_candidates else None
-
-        def work(conn):
-            found = search.search(conn, wanted)
-            stream = merge.generate(
-                wanted, found, self.conf.allocation_candidates_generation_strategy, rng
-            )
-            chosen, whole = merge.choose(
-                stream,
-                wanted.limit,
-                self.conf.max_allocation_candidates,
-                rng,
-                keep_whole=version < mv.NESTED_CANDIDATES,
-            )
-            providers = render.summary_providers(found, chosen, version, whole)
-            requested = wanted.resource_classes()
-            other = (
-                search.other_inventories(conn, found, providers, requested)
-                if version >= mv.ALL_RESOURCES_IN_SUMMARIES
-                else {}
-            )
-            return render.body(found, chosen, providers, other, requested, version)
-
+        work = partial(
+            find, wanted=wanted, version=version, settings=Settings.of(self.conf), rng=rng
+        )
         web.render(resp, self.db.read(work))
         web.cache_headers(req, resp)

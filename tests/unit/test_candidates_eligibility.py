@@ -239,9 +239,7 @@ def test_in_tree_keeps_the_whole_tree_of_the_named_provider():
     world.provider("host1", room={"VCPU": 4})
     numa = world.provider("numa", parent="host1", room={"VCPU": 4})
     world.provider("host2", room={"VCPU": 4})
-    assert world.options(f"resources=VCPU:1&in_tree={uuid_of(numa)}") == {
-        "VCPU": ["host1", "numa"]
-    }
+    assert world.options(f"resources=VCPU:1&in_tree={uuid_of(numa)}") == {"VCPU": ["host1", "numa"]}
 
 
 def test_in_tree_leaves_out_sharing_providers_of_other_trees():
