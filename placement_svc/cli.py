@@ -6,6 +6,10 @@
     placement-svc serve         answer the API under gunicorn
     placement-svc status upgrade check
                                 is the database ready for this release?
+    placement-svc policy show   print the effective policy
+
+This module is the argparse and gunicorn layer only; what the commands share
+with the WSGI module (configuration, database, application) is in bootstrap.
 
 Every failure an operator can cause (a missing or unparsable configuration
 file, a bad value in it, a bad or unreachable database URL, an out-of-date
@@ -16,204 +20,43 @@ status 1. ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.metadata
-import json
 import logging
 import logging.config
-import os
 import socket
 import sys
-import time
 
 from gunicorn.app.base import BaseApplication
-from oslo_config import cfg
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import make_url
 
-from placement_svc import accept, errors, keystone_conf, runtime
-from placement_svc import conf as placement_conf
+from placement_svc import policy, runtime, status
+from placement_svc.bootstrap import (
+    LOG_FORMAT,
+    PROG,
+    Failure,
+    build_app,
+    check_front_door,
+    database_version,
+    load_conf,
+    one_line,
+    prepare_database,
+    shown_url,
+    sync_database,
+)
 
-PROG = "placement-svc"
 DEFAULT_BIND = "127.0.0.1:8778"
-CONFIG_FILE = "placement.conf"
-# Every log line of `serve`, gunicorn's own included, on stderr:
-#   2025-01-31 12:00:00,123 4242 INFO placement_svc.requests 127.0.0.1 "GET /" ...
-LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"
 
 LOG = logging.getLogger(__name__)
-
-
-class Failure(Exception):
-    """A problem the operator can fix; its message is the one line printed."""
-
-
-# -- configuration -----------------------------------------------------------
-
-
-def load_conf(config_files=(), config_dir=None, default_files=None) -> cfg.ConfigOpts:
-    """The configuration, every value checked now rather than at first use."""
-    args = []
-    for path in config_files:
-        args += ["--config-file", path]
-    if config_dir:
-        args += ["--config-dir", config_dir]
-    try:
-        conf = placement_conf.make_conf(args, config_files=default_files)
-        for group, opts in placement_conf.list_opts():
-            for opt in opts:
-                getattr(conf[group], opt.dest)
-    except cfg.Error as exc:
-        raise Failure(_one_line(exc)) from exc
-    return conf
-
-
-def wsgi_config_files(environ=None) -> list[str] | None:
-    """$OS_PLACEMENT_CONFIG_DIR/placement.conf, as upstream's WSGI script reads;
-    None (oslo.config's standard places) when the variable is unset."""
-    environ = os.environ if environ is None else environ
-    dirname = environ.get("OS_PLACEMENT_CONFIG_DIR", "").strip()
-    return [os.path.join(dirname, CONFIG_FILE)] if dirname else None
-
-
-# -- the database ------------------------------------------------------------
-
-
-def _shown_url(url: str) -> str:
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except sa_exc.ArgumentError:
-        return "(unparsable URL)"
-
-
-@contextlib.contextmanager
-def database_errors(url: str):
-    """Turn what the database layer raises into one-line Failures."""
-    shown = _shown_url(url)
-    try:
-        yield
-    except Failure:
-        raise
-    except sa_exc.NoSuchModuleError as exc:
-        raise Failure(f"unknown database type in {shown}: {_one_line(exc)}") from exc
-    except sa_exc.ArgumentError as exc:
-        raise Failure(f"bad database URL {shown}: {_one_line(exc)}") from exc
-    except ImportError as exc:
-        raise Failure(
-            f"no database driver for {shown}: {_one_line(exc)}; "
-            "'pip install placement-svc[postgresql]' or '[mysql]' provides "
-            "postgresql+psycopg:// and mysql+pymysql://"
-        ) from exc
-    except sa_exc.DBAPIError as exc:
-        raise Failure(f"database {shown}: {_one_line(exc.orig or exc)}") from exc
-    except sa_exc.SQLAlchemyError as exc:
-        raise Failure(f"database {shown}: {_one_line(exc)}") from exc
-    except errors.ServiceUnavailable as exc:
-        raise Failure(f"database {shown}: {exc.message}") from exc
-
-
-def make_engine(conf):
-    from placement_svc.db.engine import create_engine
-
-    url = conf.placement_database.connection
-    if not url:
-        raise Failure("[placement_database] connection is not set in the configuration")
-    with database_errors(url):
-        return create_engine(url, conf.placement_database)
-
-
-def wait_for_database(engine, retries: int, interval: float) -> None:
-    """Connect once, retrying like upstream's start-up (-1 retries forever)."""
-    attempt = 0
-    while True:
-        try:
-            with engine.connect():
-                return
-        except sa_exc.OperationalError as exc:
-            if engine.dialect.name == "sqlite" or (0 <= retries <= attempt):
-                raise
-            attempt += 1
-            LOG.warning(
-                "database not reachable (retry %d%s in %ss): %s",
-                attempt,
-                "" if retries < 0 else f" of {retries}",
-                interval,
-                _one_line(exc.orig or exc),
-            )
-            time.sleep(interval)
-
-
-def prepare_database(conf, *, create_if_empty: bool, wait: bool) -> None:
-    """What the service does before answering: reach the database, migrate it
-    when it is empty (if allowed) or [placement_database] sync_on_startup says
-    so, insist on the latest schema otherwise, add missing standard names."""
-    from placement_svc.db import migration
-
-    db_conf = conf.placement_database
-    engine = make_engine(conf)
-    try:
-        with database_errors(db_conf.connection):
-            if wait:
-                wait_for_database(engine, db_conf.max_retries, db_conf.retry_interval)
-            if db_conf.sync_on_startup or (create_if_empty and migration.is_empty(engine)):
-                LOG.info("bringing the database schema to %s", migration.head())
-                migration.sync(engine)
-            else:
-                require_head(engine)
-            sync_standard_names(engine)
-    finally:
-        engine.dispose()
-
-
-def require_head(engine) -> None:
-    from placement_svc.db import migration
-
-    current, head = migration.current(engine), migration.head()
-    if current != head:
-        where = f"at revision {current}" if current else "not initialised"
-        raise Failure(
-            f"the database schema is {where}, this version needs {head}: run '{PROG} db sync'"
-        )
-
-
-def sync_standard_names(engine, attempts: int = 5) -> None:
-    """Add missing standard classes and traits; several processes starting at
-    once may race to insert the same names, the loser simply tries again."""
-    from placement_svc.db import migration
-
-    for attempt in range(1, attempts + 1):
-        try:
-            migration.sync_standard_names(engine)
-            return
-        except sa_exc.IntegrityError:
-            if attempt == attempts:
-                raise
-            time.sleep(0.1 * attempt)
 
 
 # -- commands ----------------------------------------------------------------
 
 
 def db_sync(conf, args) -> None:
-    from placement_svc.db import migration
-
-    engine = make_engine(conf)
-    try:
-        with database_errors(conf.placement_database.connection):
-            migration.sync(engine)
-    finally:
-        engine.dispose()
+    sync_database(conf)
 
 
 def db_version(conf, args) -> None:
-    from placement_svc.db import migration
-
-    engine = make_engine(conf)
-    try:
-        with database_errors(conf.placement_database.connection):
-            print(migration.current(engine) or "None")
-    finally:
-        engine.dispose()
+    print(database_version(conf) or "None")
 
 
 def serve(conf, args) -> None:
@@ -223,7 +66,7 @@ def serve(conf, args) -> None:
     build_app(conf)  # fail here, once, rather than in every worker
     LOG.info(
         "database %s, auth_strategy %s, config files %s",
-        _shown_url(conf.placement_database.connection),
+        shown_url(conf.placement_database.connection),
         conf.api.auth_strategy,
         ", ".join(conf.config_file) or "none (quick-start defaults)",
     )
@@ -257,24 +100,6 @@ class _Gunicorn(BaseApplication):
         return application
 
 
-def check_front_door(conf) -> None:
-    """Refuse keystone authentication that could not validate a single token,
-    before the database is touched (see keystone_conf)."""
-    message = keystone_conf.problem(conf)
-    if message:
-        raise Failure(message)
-
-
-def build_app(conf, prefix: str = ""):
-    from placement_svc.app import create_app
-
-    try:
-        application = create_app(conf)
-    except RuntimeError as exc:
-        raise Failure(_one_line(exc)) from exc
-    return PrefixMount(application, prefix) if prefix else application
-
-
 def check_bind(bind: str) -> None:
     """Fail with one line now when the address cannot be listened on, rather
     than letting gunicorn retry and log for several seconds."""
@@ -292,40 +117,9 @@ def check_bind(bind: str) -> None:
         raise Failure(f"cannot listen on {bind}: {exc.strerror or exc}") from exc
 
 
-class PrefixMount:
-    """Serve ``application`` under a path prefix: the prefix moves from
-    PATH_INFO to SCRIPT_NAME (so links carry it); other paths are a 404 in
-    the form the service's own errors take."""
-
-    def __init__(self, application, prefix: str):
-        self.application = application
-        self.prefix = prefix
-
-    def __call__(self, environ, start_response):
-        path = environ.get("PATH_INFO", "")
-        if path == self.prefix or path.startswith(self.prefix + "/"):
-            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + self.prefix
-            environ["PATH_INFO"] = path[len(self.prefix) :]
-            return self.application(environ, start_response)
-        error = errors.NotFound(f"The service is at {self.prefix}/.")
-        media_type = accept.error_media_type(environ.get("HTTP_ACCEPT"))
-        if media_type == accept.JSON:
-            text, content_type = json.dumps(errors.error_body(error, None, False)), media_type
-        else:
-            text, content_type = errors.page(error, media_type), f"{media_type}; charset=UTF-8"
-        body = text.encode("utf-8")
-        start_response(
-            "404 Not Found",
-            [("Content-Type", content_type), ("Content-Length", str(len(body)))],
-        )
-        return [body]
-
-
 def status_upgrade_check(conf, args) -> None:
     """Exit with the worst check's code (0, 1 or 2), or with 255 and one error
     line when the checks cannot run: never 1 for an error, which reads as a warning."""
-    from placement_svc import status
-
     try:
         code = status.upgrade_check(conf, as_json=args.json)
     except Exception as exc:  # noqa: BLE001 - whatever it is, one line and 255
@@ -338,12 +132,10 @@ def status_upgrade_check(conf, args) -> None:
 def policy_show(conf, args) -> None:
     """Print every policy rule as enforced with this configuration: the
     defaults, [oslo_policy] enforce_new_defaults and the policy file applied."""
-    from placement_svc import policy
-
     try:
         enforcer = policy.make_enforcer(conf)
     except policy.PolicyFileError as exc:
-        raise Failure(_one_line(exc)) from exc
+        raise Failure(one_line(exc)) from exc
     print(policy.render_effective(enforcer), end="")
 
 
@@ -556,10 +348,6 @@ def logging_config(args) -> dict:
     }
 
 
-def _one_line(exc) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def main(argv=None) -> int:
     args = common_args(build_parser().parse_args(argv))
     logging.config.dictConfig(logging_config(args))
@@ -572,7 +360,7 @@ def main(argv=None) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - a bug: still one line, unless --debug
         hint = "" if args.debug else " (--debug shows the traceback)"
-        return _fail(args, f"unexpected {type(exc).__name__}: {_one_line(exc)}{hint}")
+        return _fail(args, f"unexpected {type(exc).__name__}: {one_line(exc)}{hint}")
     return 0
 
 

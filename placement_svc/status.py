@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from oslo_upgradecheck import common_checks, upgradecheck
 from oslo_upgradecheck.upgradecheck import Code, Result
 
-from placement_svc import cli
+from placement_svc import bootstrap
 from placement_svc.db import migration, tables
 
 CANNOT_CHECK = 255
@@ -58,7 +58,8 @@ class Checks(upgradecheck.UpgradeCommands):
         where = f"is at revision {current}" if current else "has no placement schema"
         return Result(
             Code.FAILURE,
-            f"The database {where}; this release needs revision {head}. Run '{cli.PROG} db sync'.",
+            f"The database {where}; this release needs revision {head}. "
+            f"Run '{bootstrap.PROG} db sync'.",
         )
 
     def _check_root_provider_ids(self) -> Result:
@@ -147,14 +148,10 @@ class Checks(upgradecheck.UpgradeCommands):
 
 
 def upgrade_check(conf, as_json: bool = False) -> int:
-    """Print the results; the worst one's code. Raises cli.Failure when the
-    checks cannot run."""
+    """Print the results; the worst one's code. Raises bootstrap.Failure when
+    the checks cannot run."""
     # oslo.upgradecheck takes --json from its module-level CONF, which its own
     # main() would have set from its own command line.
     upgradecheck.CONF = types.SimpleNamespace(command=types.SimpleNamespace(json=as_json))
-    engine = cli.make_engine(conf)
-    try:
-        with cli.database_errors(conf.placement_database.connection):
-            return int(Checks(engine, conf).check())
-    finally:
-        engine.dispose()
+    with bootstrap.engine_for(conf) as engine:
+        return int(Checks(engine, conf).check())

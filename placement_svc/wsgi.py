@@ -20,7 +20,7 @@ line as the exception's message, and no chain of causes behind it.
 
 import logging
 
-from placement_svc import cli, runtime
+from placement_svc import bootstrap, runtime
 
 
 class RefusedToStart(RuntimeError):
@@ -29,15 +29,15 @@ class RefusedToStart(RuntimeError):
 
 def init_application():
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format=cli.LOG_FORMAT)
+        logging.basicConfig(level=logging.INFO, format=bootstrap.LOG_FORMAT)
         logging.getLogger("alembic").setLevel(logging.WARNING)
     try:
-        conf = cli.load_conf(default_files=cli.wsgi_config_files())
-        cli.check_front_door(conf)
-        cli.prepare_database(conf, create_if_empty=False, wait=True)
-        app = cli.build_app(conf)
-    except cli.Failure as exc:
-        raise RefusedToStart(f"{cli.PROG}: error: {exc}") from None
+        conf = bootstrap.load_conf(default_files=bootstrap.wsgi_config_files())
+        bootstrap.check_front_door(conf)
+        bootstrap.prepare_database(conf, create_if_empty=False, wait=True)
+        app = bootstrap.build_app(conf)
+    except bootstrap.Failure as exc:
+        raise RefusedToStart(f"{bootstrap.PROG}: error: {exc}") from None
     runtime.tune_gc()
     return app
 

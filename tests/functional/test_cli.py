@@ -9,10 +9,12 @@ skipped when unreachable, unless CI=true.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.metadata
 import json
 import os
+import pathlib
 import socket
 import subprocess
 import sys
@@ -423,7 +425,51 @@ print(answer["status"], "HW_CPU_X86_AVX2" in json.loads(body)["traits"])
 """
 
 
+WSGI_MODULES = """
+import json, sys
+import placement_svc.wsgi
+print(json.dumps({
+    "gunicorn": any(name.partition(".")[0] == "gunicorn" for name in sys.modules),
+    "ours": {n: m.__file__ for n, m in sys.modules.items() if n.startswith("placement_svc")},
+}))
+"""
+
+
+def imports_of(path: str) -> set[str]:
+    """The top-level names every import statement in a source file names."""
+    names = set()
+    for node in ast.walk(ast.parse(pathlib.Path(path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.partition(".")[0])
+    return names
+
+
 class TestWsgi:
+    def test_the_wsgi_path_loads_neither_gunicorn_nor_the_command_line(self, tmp_path):
+        """A WSGI server pays for no command line: gunicorn stays unloaded,
+        and no module of ours on the way imports argparse (oslo.config
+        itself does, which is not ours to change)."""
+        if os.path.exists("/etc/placement/placement.conf"):
+            pytest.skip("this machine has an /etc/placement/placement.conf")
+        run("db", "sync", cwd=tmp_path, check=True)  # the quick-start SQLite file
+        result = subprocess.run(
+            [sys.executable, "-c", WSGI_MODULES],
+            cwd=tmp_path,
+            env=environment(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        loaded = json.loads(result.stdout.splitlines()[-1])
+        assert loaded["gunicorn"] is False
+        assert "placement_svc.bootstrap" in loaded["ours"]
+        assert "placement_svc.cli" not in loaded["ours"]
+        for name, path in loaded["ours"].items():
+            assert not imports_of(path) & {"argparse", "gunicorn"}, name
+
     def test_the_application_reads_os_placement_config_dir(self, tmp_path):
         conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
         run("db", "sync", "--config-file", conf_path, cwd=tmp_path, check=True)

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 from oslo_config import generator
 
-from placement_svc import conf
+from placement_svc import bootstrap, conf
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GENERATOR_CONF = ROOT / "etc" / "config-generator.conf"
@@ -101,8 +101,8 @@ def test_later_files_win(tmp_path):
 
 
 def test_wsgi_reads_placement_conf_from_os_placement_config_dir():
-    from placement_svc import cli
-
-    assert cli.wsgi_config_files({"OS_PLACEMENT_CONFIG_DIR": "/etc/x"}) == ["/etc/x/placement.conf"]
-    assert cli.wsgi_config_files({"OS_PLACEMENT_CONFIG_DIR": " "}) is None
-    assert cli.wsgi_config_files({}) is None
+    assert bootstrap.wsgi_config_files({"OS_PLACEMENT_CONFIG_DIR": "/etc/x"}) == [
+        "/etc/x/placement.conf"
+    ]
+    assert bootstrap.wsgi_config_files({"OS_PLACEMENT_CONFIG_DIR": " "}) is None
+    assert bootstrap.wsgi_config_files({}) is None

@@ -1,0 +1,138 @@
+"""The modules of placement_svc import each other without a cycle.
+
+A cycle hides in function-level imports until someone moves one to the top
+and the import order breaks, so both count here: the graph is built from the
+AST of every module, each ``import`` statement wherever it stands. Importing
+``a.b.c`` runs the packages ``a`` and ``a.b`` first, so those are edges too
+(except the importer's own packages, which have already run).
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import placement_svc
+
+PACKAGE = pathlib.Path(placement_svc.__file__).parent
+ROOT = PACKAGE.name
+
+
+def module_names(package: pathlib.Path = PACKAGE) -> dict[str, pathlib.Path]:
+    """Every module of the package by its dotted name."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def imported_names(module: str, path: pathlib.Path) -> set[str]:
+    """Every dotted name an import statement in ``module`` may load."""
+    is_package = path.name == "__init__.py"
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module, is_package, node.module, node.level)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _absolute(module: str, is_package: bool, name: str | None, level: int) -> str:
+    if not level:
+        return name or ""
+    parts = module.split(".")
+    anchor = parts if is_package else parts[:-1]
+    anchor = anchor[: len(anchor) - (level - 1)]
+    return ".".join([*anchor, name] if name else anchor)
+
+
+def _ancestors(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def import_graph(package: pathlib.Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the modules of the package that importing it runs."""
+    modules = module_names(package)
+    graph = {}
+    for module, path in modules.items():
+        own = set(_ancestors(module))
+        targets = set()
+        for name in imported_names(module, path):
+            targets.update(a for a in _ancestors(name) if a in modules and a not in own)
+        graph[module] = targets
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as a path that returns to its start, or None."""
+    state: dict[str, str] = {}  # "open" while on the path, then "done"
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == "open":
+                return path[path.index(target) :] + [target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_the_package_has_no_import_cycle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_check_sees_a_cycle_through_a_function_level_import(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg.sub import b\n")
+    (package / "sub" / "b.py").write_text("def late():\n    from .. import a\n")
+    (package / "c.py").write_text("import pkg.a\n")
+    graph = import_graph(package)
+    assert graph["pkg.c"] == {"pkg.a"}
+    assert find_cycle(graph) == ["pkg.a", "pkg.sub.b", "pkg.a"]
+    (package / "sub" / "b.py").write_text("def late():\n    return 1\n")
+    assert find_cycle(import_graph(package)) is None
+
+
+def test_the_graph_holds_the_entry_points_edges():
+    graph = import_graph()
+    assert f"{ROOT}.bootstrap" in graph[f"{ROOT}.cli"]
+    assert f"{ROOT}.bootstrap" in graph[f"{ROOT}.status"]
+    assert f"{ROOT}.bootstrap" in graph[f"{ROOT}.wsgi"]
+    assert f"{ROOT}.cli" not in graph[f"{ROOT}.status"]
+
+
+def test_the_command_line_imports_nothing_inside_functions():
+    """cli.py says at its top everything it needs: no import that runs late."""
+    path = PACKAGE / "cli.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(node) for node in tree.body}
+    late = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in top
+    ]
+    assert late == [], f"cli.py imports inside functions at lines {late}"
