@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
+from collections.abc import Callable, Iterator
 from email.utils import format_datetime
 
 import falcon
@@ -12,14 +14,11 @@ import orjson
 
 from placement_svc import accept, errors
 from placement_svc import microversion as mv
-from placement_svc.uuidutil import is_uuid_like
+from placement_svc.db.exceptions import DomainError
+from placement_svc.schemas.common import FORMAT_CHECKER, Schema
 
 JSON = "application/json"
 MAX_BODY_BYTES = 8 * 1024 * 1024
-_FORMAT_CHECKER = jsonschema.FormatChecker()
-
-
-_FORMAT_CHECKER.checks("uuid")(is_uuid_like)
 
 
 def version(req: falcon.Request):
@@ -84,7 +83,36 @@ def validate(data, schema: dict) -> None:
     try:
         _check(data, schema)
     except jsonschema.ValidationError as exc:
-        raise errors.BadRequest(f"JSON does not validate: {schema_problem(exc)}") from None
+        raise invalid_body(exc) from None
+
+
+def invalid_body(error: jsonschema.ValidationError) -> errors.BadRequest:
+    return errors.BadRequest(f"JSON does not validate: {schema_problem(error)}")
+
+
+Words = Callable[..., errors.PlacementError | None]
+
+
+@contextlib.contextmanager
+def answering(words: Words, *context) -> Iterator[None]:
+    """Answer what a unit of work reports in upstream's words.
+
+    ``words(fact, *context)`` is a handler family's one mapping from the
+    domain's exceptions to the HTTP error upstream answers (``context`` says
+    which handler asks, where upstream words a fact differently per
+    handler); a fact it does not know goes on to the app's error handling.
+    A body that breaks its schema (checked inside a unit of work, after the
+    404 it owes first) is the same 400 everywhere.
+    """
+    try:
+        yield
+    except jsonschema.ValidationError as exc:
+        raise invalid_body(exc) from None
+    except DomainError as exc:
+        error = words(exc, *context)
+        if error is None:
+            raise
+        raise error from None
 
 
 def schema_problem(error: jsonschema.ValidationError) -> str:
@@ -110,13 +138,16 @@ _VALIDATORS: dict[int, tuple[dict, jsonschema.protocols.Validator]] = {}
 def _check(data, schema: dict) -> None:
     """jsonschema.validate(), with the schema checked once: raises the same
     ValidationError (the most relevant one) for the same data."""
+    if isinstance(schema, Schema):
+        schema.check(data)
+        return
     entry = _VALIDATORS.get(id(schema))
     if entry is None or entry[0] is not schema:
         cls = jsonschema.validators.validator_for(schema)
         cls.check_schema(schema)
         if len(_VALIDATORS) > 256:  # not expected: schemas built per request
             _VALIDATORS.clear()
-        entry = _VALIDATORS[id(schema)] = (schema, cls(schema, format_checker=_FORMAT_CHECKER))
+        entry = _VALIDATORS[id(schema)] = (schema, cls(schema, format_checker=FORMAT_CHECKER))
     error = jsonschema.exceptions.best_match(entry[1].iter_errors(data))
     if error is not None:
         raise error

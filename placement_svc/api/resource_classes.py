@@ -2,16 +2,48 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from placement_svc import errors, web
 from placement_svc import microversion as mv
-from placement_svc.db import resource_classes as store
-from placement_svc.db import tables
+from placement_svc.db.exceptions import (
+    ResourceClassExists,
+    ResourceClassIdsExhausted,
+    ResourceClassInUse,
+    ResourceClassNotFound,
+)
+from placement_svc.ops import resource_classes as ops
+from placement_svc.ops.exceptions import StandardResourceClass
 from placement_svc.policies import resource_classes as policies
 from placement_svc.schemas import resource_class as schema
 
 
-def _is_standard(rc) -> bool:
-    return rc.id < tables.MIN_CUSTOM_RESOURCE_CLASS_ID
+def _words(fact: Exception, action: str) -> errors.PlacementError | None:
+    """Upstream's answer to what the resource class units of work report."""
+    match fact:
+        case ResourceClassNotFound(name):
+            return errors.NotFound(f"No such resource class {name}.")
+        case ResourceClassExists(name) if action == "create":
+            return errors.Conflict(f"Conflicting resource class already exists: {name}")
+        case ResourceClassExists(name):
+            return errors.Conflict(f"Resource class already exists: {name}")
+        case ResourceClassIdsExhausted(name):
+            return errors.Conflict(
+                "Max retries of DB transaction exceeded attempting to create resource "
+                f"class: {name}, please try again."
+            )
+        case StandardResourceClass(name) if action == "delete":
+            return errors.BadRequest(
+                f"Error in delete resource class: Cannot delete standard resource class {name}."
+            )
+        case StandardResourceClass(name):
+            return errors.BadRequest(f"Cannot update standard resource class {name}")
+        case ResourceClassInUse(name):
+            return errors.Conflict(
+                f"Error in delete resource class: Cannot delete resource class {name}. "
+                "Class is in use in inventory."
+            )
+    return None
 
 
 def _link(req, name: str) -> str:
@@ -20,17 +52,6 @@ def _link(req, name: str) -> str:
 
 def _body(req, rc) -> dict:
     return {"name": rc.name, "links": [{"rel": "self", "href": _link(req, rc.name)}]}
-
-
-def _not_found(name: str) -> errors.NotFound:
-    return errors.NotFound(f"No such resource class {name}.")
-
-
-def _retries_exceeded(name: str) -> errors.Conflict:
-    return errors.Conflict(
-        "Max retries of DB transaction exceeded attempting to create resource "
-        f"class: {name}, please try again."
-    )
 
 
 def _require_version_and_name(req, name: str) -> None:
@@ -48,7 +69,7 @@ class ResourceClasses:
         web.require_version(req, mv.RESOURCE_CLASSES)
         web.check_accept(req)
         req.context.placement.can(policies.LIST)
-        classes = self.db.read(store.list_all)
+        classes = self.db.read(ops.list_all)
         web.render(resp, {"resource_classes": [_body(req, rc) for rc in classes]})
         web.cache_headers(req, resp, web.newest(classes))
 
@@ -56,13 +77,9 @@ class ResourceClasses:
         web.require_version(req, mv.RESOURCE_CLASSES)
         web.require_json(req)
         req.context.placement.can(policies.CREATE)
-        name = web.read_json(req, schema.NAME_BODY)["name"]
-        try:
-            self.db.write(lambda conn: store.create(conn, name))
-        except store.Exists:
-            raise errors.Conflict(f"Conflicting resource class already exists: {name}") from None
-        except store.IdsExhausted:
-            raise _retries_exceeded(name) from None
+        name = web.read_json(req, schema.for_version(web.version(req)))["name"]
+        with web.answering(_words, "create"):
+            self.db.write(partial(ops.create, name=name))
         web.no_content(resp, 201)
         resp.set_header("Location", web.location(req, f"/resource_classes/{name}"))
 
@@ -70,77 +87,34 @@ class ResourceClasses:
         _require_version_and_name(req, name)
         web.check_accept(req)
         req.context.placement.can(policies.SHOW)
-        rc = self._get(name)
+        with web.answering(_words, "show"):
+            rc = self.db.read(partial(ops.get, name=name))
         web.render(resp, _body(req, rc))
         web.cache_headers(req, resp, rc.modified)
 
     def update(self, req, resp, name):
         _require_version_and_name(req, name)
-        ensure = web.version(req) >= mv.RESOURCE_CLASS_PUT_CREATES
-        if not ensure:
-            web.require_json(req)  # a rename has a body; from 1.7 there is none
-        req.context.placement.can(policies.UPDATE)
-        if ensure:
+        if web.version(req) >= mv.RESOURCE_CLASS_PUT_CREATES:
             return self._ensure(req, resp, name)
-        new_name = web.read_json(req, schema.NAME_BODY)["name"]
-
-        def rename(conn):
-            rc = self._get(name, conn)
-            if _is_standard(rc):
-                raise errors.BadRequest(f"Cannot update standard resource class {name}")
-            return store.rename(conn, rc, new_name)
-
-        try:
-            rc = self.db.write(rename)
-        except store.Exists:
-            raise errors.Conflict(f"Resource class already exists: {new_name}") from None
+        web.require_json(req)  # a rename has a body; from 1.7 there is none
+        req.context.placement.can(policies.UPDATE)
+        new_name = web.read_json(req, schema.for_version(web.version(req)))["name"]
+        with web.answering(_words, "update"):
+            rc = self.db.write(partial(ops.rename, name=name, new_name=new_name))
         web.render(resp, _body(req, rc))
 
     def _ensure(self, req, resp, name):
         """1.7+: a bodiless PUT creates the class (201) or confirms it (204)."""
-        web.validate({"name": name}, schema.NAME_BODY)
-
-        def ensure(conn):
-            try:
-                return store.get(conn, name), False
-            except store.NotFound:
-                try:
-                    return store.create(conn, name), True
-                except store.Exists:  # created meanwhile by another writer
-                    return store.get(conn, name), False
-
-        try:
-            _rc, created = self.db.write(ensure)
-        except store.IdsExhausted:
-            raise _retries_exceeded(name) from None
+        req.context.placement.can(policies.UPDATE)
+        web.validate({"name": name}, schema.for_version(web.version(req)))
+        with web.answering(_words, "create"):
+            _rc, created = self.db.write(partial(ops.ensure, name=name))
         web.no_content(resp, 201 if created else 204)
         resp.set_header("Location", web.location(req, f"/resource_classes/{name}"))
 
     def delete(self, req, resp, name):
         _require_version_and_name(req, name)
         req.context.placement.can(policies.DELETE)
-
-        def delete(conn):
-            rc = self._get(name, conn)
-            if _is_standard(rc):
-                raise errors.BadRequest(
-                    f"Error in delete resource class: Cannot delete standard resource class {name}."
-                )
-            store.delete(conn, rc)
-
-        try:
-            self.db.write(delete)
-        except store.InUse:
-            raise errors.Conflict(
-                f"Error in delete resource class: Cannot delete resource class {name}. "
-                "Class is in use in inventory."
-            ) from None
+        with web.answering(_words, "delete"):
+            self.db.write(partial(ops.delete, name=name))
         web.no_content(resp)
-
-    def _get(self, name, conn=None):
-        try:
-            if conn is not None:
-                return store.get(conn, name)
-            return self.db.read(lambda c: store.get(c, name))
-        except store.NotFound:
-            raise _not_found(name) from None

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import jsonschema
 
 from placement_svc import errors, web
 from placement_svc import microversion as mv
-from placement_svc.db import traits as store
+from placement_svc.db.exceptions import TraitInUse, TraitNotFound
+from placement_svc.ops import traits as ops
+from placement_svc.ops.exceptions import StandardTrait
 from placement_svc.policies import traits as policies
 from placement_svc.schemas import trait as schema
 
@@ -14,6 +18,18 @@ _INVALID_TRAIT = (
     "The trait is invalid. A valid trait must be no longer than 255 characters, "
     'start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"'
 )
+
+
+def _words(fact: Exception) -> errors.PlacementError | None:
+    """Upstream's answer to what the trait units of work report."""
+    match fact:
+        case TraitNotFound(name):
+            return errors.NotFound(f"No such trait(s): {name}.")
+        case StandardTrait(name):
+            return errors.BadRequest(f"Cannot delete standard trait {name}.")
+        case TraitInUse(name):
+            return errors.Conflict(f"The trait {name} is in use by a resource provider.")
+    return None
 
 
 def _filters(params: dict[str, list[str]]) -> dict:
@@ -56,15 +72,16 @@ class Traits:
         web.require_version(req, mv.TRAITS)
         web.check_accept(req)
         req.context.placement.can(policies.TRAITS_LIST)
-        filters = _filters(web.query(req, schema.LIST_QUERY))
-        found = self.db.read(lambda conn: store.list_filtered(conn, **filters))
+        filters = _filters(web.query(req, schema.for_version(web.version(req)).list_query))
+        found = self.db.read(partial(ops.list_filtered, **filters))
         web.render(resp, {"traits": [t.name for t in found]})
         web.cache_headers(req, resp, web.newest(found))
 
     def show(self, req, resp, name):
         _require_version_and_name(req, name)
         req.context.placement.can(policies.TRAITS_SHOW)
-        trait = self._get(name)
+        with web.answering(_words):
+            trait = self.db.read(partial(ops.get, name=name))
         web.no_content(resp)
         web.cache_headers(req, resp, trait.modified)
 
@@ -72,10 +89,10 @@ class Traits:
         _require_version_and_name(req, name)
         req.context.placement.can(policies.TRAITS_UPDATE)
         try:
-            jsonschema.validate(name, schema.CUSTOM_TRAIT)
+            schema.for_version(web.version(req)).custom_trait.check(name)
         except jsonschema.ValidationError:
             raise errors.BadRequest(_INVALID_TRAIT) from None
-        trait, created = self.db.write(lambda conn: store.ensure(conn, name))
+        trait, created = self.db.write(partial(ops.ensure, name=name))
         web.no_content(resp, 201 if created else 204)
         resp.set_header("Location", web.location(req, f"/traits/{name}"))
         web.cache_headers(req, resp, trait.modified)
@@ -83,23 +100,6 @@ class Traits:
     def delete(self, req, resp, name):
         _require_version_and_name(req, name)
         req.context.placement.can(policies.TRAITS_DELETE)
-
-        def delete(conn):
-            trait = store.get(conn, name)
-            if not name.startswith("CUSTOM_"):
-                raise errors.BadRequest(f"Cannot delete standard trait {name}.")
-            store.delete(conn, trait)
-
-        try:
-            self.db.write(delete)
-        except store.NotFound:
-            raise errors.NotFound(f"No such trait(s): {name}.") from None
-        except store.InUse:
-            raise errors.Conflict(f"The trait {name} is in use by a resource provider.") from None
+        with web.answering(_words):
+            self.db.write(partial(ops.delete, name=name))
         web.no_content(resp)
-
-    def _get(self, name):
-        try:
-            return self.db.read(lambda conn: store.get(conn, name))
-        except store.NotFound:
-            raise errors.NotFound(f"No such trait(s): {name}.") from None

@@ -8,29 +8,23 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from placement_svc.db import tables
+from placement_svc.db.exceptions import (
+    ResourceClassExists,
+    ResourceClassIdsExhausted,
+    ResourceClassInUse,
+    ResourceClassNotFound,
+)
 from placement_svc.db.records import Named, get_named
 
 T = tables.resource_classes
 STANDARDS = frozenset(os_resource_classes.STANDARDS)
 
-
-class NotFound(Exception):
-    pass
-
-
-class Exists(Exception):
-    pass
-
-
-class InUse(Exception):
-    pass
-
-
-class IdsExhausted(Exception):
-    """Concurrent creators kept taking the id this one picked."""
-
-
 CREATE_ATTEMPTS = 100
+
+
+def is_standard(rc: Named) -> bool:
+    """Standard classes have the ids below the first custom one."""
+    return rc.id < tables.MIN_CUSTOM_RESOURCE_CLASS_ID
 
 
 def _record(row) -> Named:
@@ -45,7 +39,7 @@ def list_all(conn: Connection) -> list[Named]:
 def get(conn: Connection, name: str) -> Named:
     found = get_named(conn, T, name)
     if found is None:
-        raise NotFound(name)
+        raise ResourceClassNotFound(name)
     return found
 
 
@@ -53,11 +47,11 @@ def create(conn: Connection, name: str) -> Named:
     """Insert a custom class with the next free id at or above 10000.
 
     Two writers may pick the same id; the loser takes the next one, as
-    upstream does, and gives up (``IdsExhausted``) only after many tries.
+    upstream does, and gives up (``ResourceClassIdsExhausted``) only after many tries.
     """
     for _attempt in range(CREATE_ATTEMPTS):
         if conn.execute(sa.select(T.c.id).where(T.c.name == name)).first():
-            raise Exists(name)
+            raise ResourceClassExists(name)
         next_id = conn.execute(
             sa.select(sa.func.max(T.c.id)).where(T.c.id >= tables.MIN_CUSTOM_RESOURCE_CLASS_ID)
         ).scalar()
@@ -68,12 +62,12 @@ def create(conn: Connection, name: str) -> Named:
         except IntegrityError:
             continue  # the name (checked again above) or the id was taken meanwhile
         return get(conn, name)
-    raise IdsExhausted(name)
+    raise ResourceClassIdsExhausted(name)
 
 
 def rename(conn: Connection, old: Named, new_name: str) -> Named:
     if new_name != old.name and conn.execute(sa.select(T.c.id).where(T.c.name == new_name)).first():
-        raise Exists(new_name)
+        raise ResourceClassExists(new_name)
     try:
         with conn.begin_nested():
             conn.execute(
@@ -82,7 +76,7 @@ def rename(conn: Connection, old: Named, new_name: str) -> Named:
                 .values(name=new_name, updated_at=tables.utcnow())
             )
     except IntegrityError:  # another writer took the new name meanwhile
-        raise Exists(new_name) from None
+        raise ResourceClassExists(new_name) from None
     return get(conn, new_name)
 
 
@@ -98,7 +92,7 @@ def in_use(conn: Connection, rc_id: int) -> bool:
 
 def delete(conn: Connection, rc: Named) -> None:
     if in_use(conn, rc.id):
-        raise InUse(rc.name)
+        raise ResourceClassInUse(rc.name)
     conn.execute(sa.delete(T).where(T.c.id == rc.id))
 
 

@@ -8,18 +8,11 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from placement_svc.db import tables
+from placement_svc.db.exceptions import TraitInUse, TraitNotFound
 from placement_svc.db.records import Named, get_named, storable
 
 T = tables.traits
 RPT = tables.resource_provider_traits
-
-
-class NotFound(Exception):
-    pass
-
-
-class InUse(Exception):
-    pass
 
 
 def is_standard(name: str) -> bool:
@@ -87,7 +80,7 @@ def lookup_order(conn: Connection) -> sa.ColumnElement:
 def get(conn: Connection, name: str) -> Named:
     found = get_named(conn, T, name)
     if found is None:
-        raise NotFound(name)
+        raise TraitNotFound(name)
     return found
 
 
@@ -95,7 +88,7 @@ def ensure(conn: Connection, name: str) -> tuple[Named, bool]:
     """The trait, created if missing; the flag says whether it was created."""
     try:
         return get(conn, name), False
-    except NotFound:
+    except TraitNotFound:
         pass
     try:
         with conn.begin_nested():
@@ -108,7 +101,7 @@ def ensure(conn: Connection, name: str) -> tuple[Named, bool]:
 def delete(conn: Connection, trait: Named) -> None:
     used = conn.execute(sa.select(RPT.c.trait_id).where(RPT.c.trait_id == trait.id).limit(1))
     if used.first():
-        raise InUse(trait.name)
+        raise TraitInUse(trait.name)
     conn.execute(sa.delete(T).where(T.c.id == trait.id))
 
 

@@ -1,4 +1,52 @@
-"""Named parts the per-family schemas are composed from."""
+"""Named parts the per-family schemas are composed from, and the Schema type
+every request schema is, with its validator built once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import jsonschema
+from microversion_parse import Version
+
+from placement_svc.uuidutil import is_uuid_like
+
+T = TypeVar("T")
+
+# Upstream checks body uuids with oslo's looser rule, not jsonschema's own.
+FORMAT_CHECKER = jsonschema.FormatChecker()
+FORMAT_CHECKER.checks("uuid")(is_uuid_like)
+
+
+class Schema(dict):
+    """A JSON schema that reads whole as the dict it is, with its validator
+    built (and the schema itself checked) once, when the module defining it
+    loads: jsonschema.validate() checks the schema on every call, which costs
+    more than the validation. Never mutated after it is made."""
+
+    def __init__(self, schema: dict):
+        super().__init__(schema)
+        cls = jsonschema.validators.validator_for(self)
+        cls.check_schema(self)
+        self.validator = cls(self, format_checker=FORMAT_CHECKER)
+
+    def check(self, data) -> None:
+        """Raise the error jsonschema.validate() raises (the most relevant
+        one) when ``data`` breaks the schema."""
+        error = jsonschema.exceptions.best_match(self.validator.iter_errors(data))
+        if error is not None:
+            raise error
+
+
+def pick(table: Sequence[tuple[Version, T]], version: Version) -> T:
+    """The entry of the last feature in ``table`` (oldest first) that
+    ``version`` has; a version older than the first feature gets the first."""
+    chosen = table[0][1]
+    for since, entry in table:
+        if version >= since:
+            chosen = entry
+    return chosen
+
 
 CUSTOM_NAME_PATTERN = "^CUSTOM_[A-Z0-9_]+$"
 
