@@ -22,6 +22,9 @@ from placement_svc.candidates.request import Request, RequestGroup
 # spread over several providers), under None for a granular group as a whole.
 Options = dict[str | None, list[int]]
 _NONE: frozenset[str] = frozenset()
+# A provider's traits, aggregates (None: no member_of) and root's aggregates
+# (None: they do not count): all a verdict depends on.
+_Key = tuple[frozenset[str], frozenset[str] | None, frozenset[str] | None]
 
 
 def apply(found: Found, request: Request) -> None:
@@ -75,7 +78,7 @@ def _eligibility(found: Found, group: RequestGroup) -> Callable[[int], bool]:
     providers, traits, sharing = found.providers, found.traits, found.sharing
     aggregates = found.aggregates
     spreads = not group.same_provider
-    verdicts: dict[tuple, bool] = {}
+    verdicts: dict[_Key, bool] = {}
 
     def eligible(pid: int) -> bool:
         provider = providers[pid]

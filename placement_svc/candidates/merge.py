@@ -17,7 +17,7 @@ import functools
 import itertools
 import random
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from placement_svc.candidates import prune
 from placement_svc.candidates.model import Found
@@ -28,7 +28,7 @@ class Candidate(NamedTuple):
     allocations: dict[int, dict[str, int]]  # provider id -> class -> amount
     mappings: dict[str, tuple[int, ...]]  # group suffix -> provider ids
 
-    def key(self):
+    def key(self) -> tuple[frozenset[Any], frozenset[Any]]:
         return (
             frozenset((pid, frozenset(r.items())) for pid, r in self.allocations.items()),
             frozenset(self.mappings.items()),
@@ -66,7 +66,12 @@ def generate(
     return _unique_shared(stream, found) if found.sharing else stream
 
 
-def take(candidates: Iterable[Candidate], limit: int | None, cap: int | None, rng=None):
+def take(
+    candidates: Iterable[Candidate],
+    limit: int | None,
+    cap: int | None,
+    rng: random.Random | None = None,
+) -> list[Candidate]:
     """At most ``cap`` generated; then the first ``limit``, or with ``rng`` a fair
     random sample of ``limit`` of them (reservoir sampling, bounded memory)."""
     if cap is not None and cap >= 0:
@@ -89,7 +94,13 @@ def take(candidates: Iterable[Candidate], limit: int | None, cap: int | None, rn
     return sample
 
 
-def choose(candidates: Iterable[Candidate], limit, cap, rng=None, keep_whole: bool = False):
+def choose(
+    candidates: Iterable[Candidate],
+    limit: int | None,
+    cap: int | None,
+    rng: random.Random | None = None,
+    keep_whole: bool = False,
+) -> tuple[list[Candidate], list[Candidate] | None]:
     """``take``, and with ``keep_whole`` the whole answer (up to ``cap``) it
     chose from, when ``limit`` cut that answer short; otherwise None. Before
     1.29 upstream's provider summaries depend on that whole answer (see
@@ -101,7 +112,7 @@ def choose(candidates: Iterable[Candidate], limit, cap, rng=None, keep_whole: bo
     return chosen, (whole if len(whole) > limit else None)
 
 
-def _round_robin(iterators):
+def _round_robin(iterators: list[Iterator[Candidate]]) -> Iterator[Candidate]:
     active = list(iterators)
     while active:
         still = []
@@ -125,11 +136,11 @@ def _unique_shared(stream: Iterator[Candidate], found: Found) -> Iterator[Candid
         yield candidate
 
 
-def _options_by_root(found: Found) -> dict[tuple, dict[int, list[int]]]:
+def _options_by_root(found: Found) -> dict[tuple[str, str | None], dict[int, list[int]]]:
     """(suffix, class) -> anchor root -> providers in reach, indexed once so each
     tree's slots cost only their own options. Sharing providers are in reach of
     every tree they share with."""
-    index: dict[tuple, dict[int, list[int]]] = {}
+    index: dict[tuple[str, str | None], dict[int, list[int]]] = {}
     providers, sharing = found.providers, found.sharing
     for suffix, by_class in found.options.items():
         for key, pids in by_class.items():
@@ -167,7 +178,7 @@ def _slots(request: Request) -> list[_Slot]:
 class _Walk:
     """The rules of one request, applied tree by tree."""
 
-    def __init__(self, request: Request, found: Found, shuffle):
+    def __init__(self, request: Request, found: Found, shuffle: random.Random | None) -> None:
         self.request, self.found, self.shuffle = request, found, shuffle
         self.slots = _slots(request)
         index = _options_by_root(found)
@@ -252,7 +263,7 @@ class _Walk:
         in_use: dict[int, int] = {}  # provider -> slots it serves
         assigned: list[int] = []
 
-        def visit(index: int):
+        def visit(index: int) -> Iterator[Candidate]:
             if index == len(slots):
                 yield _candidate(slots, assigned)
                 return
@@ -288,7 +299,14 @@ class _Walk:
 
         return visit(0)
 
-    def _fits(self, pid: int, slot: _Slot, used, granular_users, assigned) -> bool:
+    def _fits(
+        self,
+        pid: int,
+        slot: _Slot,
+        used: dict[tuple[int, str], int],
+        granular_users: dict[int, int],
+        assigned: list[int],
+    ) -> bool:
         room = self.found.room
         for rc, amount in slot.amounts:
             have = room[(pid, rc)]
@@ -305,7 +323,13 @@ class _Walk:
         return True
 
     @staticmethod
-    def _place(pid: int, slot: _Slot, used, granular_users, sign: int) -> None:
+    def _place(
+        pid: int,
+        slot: _Slot,
+        used: dict[tuple[int, str], int],
+        granular_users: dict[int, int],
+        sign: int,
+    ) -> None:
         for rc, amount in slot.amounts:
             used[(pid, rc)] = used.get((pid, rc), 0) + sign * amount
         if slot.granular:
@@ -337,15 +361,15 @@ def _subtree_completion(request: Request, slots: list[_Slot]) -> dict[int, list[
 
 
 def _one_is_ancestor_of_all(found: Found, members: set[int]) -> bool:
-    common = None
+    common: set[int] | None = None
     for pid in members:
         line = set()
-        current = pid
+        current: int | None = pid
         while current is not None:
             line.add(current)
             current = found.providers[current].parent_id
         common = line if common is None else common & line
-    return bool(common & members)
+    return common is not None and bool(common & members)
 
 
 def _candidate(slots: list[_Slot], assigned: list[int]) -> Candidate:

@@ -18,15 +18,31 @@ Both rules are safe: neither ever drops a candidate the rules would keep.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
-from placement_svc.candidates.model import Found
+from placement_svc.candidates.model import Found, Room
+
+
+class Slot(Protocol):
+    """What these rules read of merge.py's slots."""
+
+    @property
+    def amounts(self) -> tuple[tuple[str, int], ...]: ...
+
+    @property
+    def granular(self) -> bool: ...
+
+
+# A mirror signature: parent, traits, slots in reach (a bit set), room per class.
+Signature = tuple[int | None, frozenset[str] | None, int, tuple[Room | None, ...]]
+_UNSEEN: Signature | None = (None, None, 0, ())  # the cache's "not worked out yet"
 
 # Per slot index: the amounts per class of that slot and every later one, and
 # how many of them are granular groups.
 Demand = list[tuple[tuple[tuple[str, int], ...], int]]
 
 
-def demand_after(slots: Sequence) -> Demand:
+def demand_after(slots: Sequence[Slot]) -> Demand:
     """What the slots from each index on still need (one entry more than
     ``slots``, the last one empty)."""
     totals: dict[str, int] = {}
@@ -44,7 +60,9 @@ def demand_after(slots: Sequence) -> Demand:
 class RoomBound:
     """The room bound for one tree's walk; the walk reports each placement."""
 
-    def __init__(self, slots: Sequence, options: list[list[int]], found: Found, isolate: bool):
+    def __init__(
+        self, slots: Sequence[Slot], options: list[list[int]], found: Found, isolate: bool
+    ) -> None:
         room = found.room
         self.capacity: dict[str, float] = {}
         counted: set[tuple[int, str]] = set()
@@ -69,7 +87,7 @@ class RoomBound:
                 return False
         return not (self.isolate and granular > self.granular_left)
 
-    def place(self, slot, first_granular_use: bool, sign: int) -> None:
+    def place(self, slot: Slot, first_granular_use: bool, sign: int) -> None:
         """``sign`` 1 when the walk places ``slot``, -1 when it takes it back;
         ``first_granular_use``: the provider serves no other granular slot."""
         for rc, amount in slot.amounts:
@@ -83,19 +101,20 @@ class Mirrors:
 
     def __init__(
         self, found: Found, options: list[list[int]], parents: set[int], classes: Sequence[str]
-    ):
+    ) -> None:
         self.found, self.options, self.parents = found, options, parents
         self.classes = classes
         self.reach: dict[int, int] | None = None  # provider -> bit set of slots in reach
-        self.signatures: dict[int, tuple | None] = {}
+        self.signatures: dict[int, Signature | None] = {}
 
-    def signature(self, pid: int) -> tuple | None:
+    def signature(self, pid: int) -> Signature | None:
         """Equal for mirror providers; None for one that has no mirror (it has
         children, or it is a sharing provider)."""
-        known = self.signatures.get(pid, False)
-        if known is not False:
+        known = self.signatures.get(pid, _UNSEEN)
+        if known is not _UNSEEN:
             return known
         found = self.found
+        signature: Signature | None
         if pid in self.parents or pid in found.sharing:
             signature = None
         else:

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from microversion_parse import Version
+
 from placement_svc import microversion as mv
 from placement_svc.candidates.merge import Candidate
 from placement_svc.candidates.model import Found
 
+# provider -> class -> (capacity, used) of the classes not requested (1.27+)
+Other = dict[int, dict[str, tuple[int, int]]]
 
-def summary_providers(found: Found, candidates: list[Candidate], version, whole=None) -> set[int]:
+
+def summary_providers(
+    found: Found,
+    candidates: list[Candidate],
+    version: Version,
+    whole: list[Candidate] | None = None,
+) -> set[int]:
     """The providers to summarise: from 1.29, every provider of the trees of
     the candidates; before, the providers the candidates name. When ``limit``
     cut the answer, ``whole`` is the answer it was cut from: before 1.29
@@ -27,10 +39,18 @@ def summary_providers(found: Found, candidates: list[Candidate], version, whole=
     return {pid for pid, p in providers.items() if p.root_id in roots}
 
 
-def body(found: Found, candidates: list[Candidate], providers: set[int], other, requested, version):
+def body(
+    found: Found,
+    candidates: list[Candidate],
+    providers: set[int],
+    other: Other,
+    requested: set[str],
+    version: Version,
+) -> dict[str, Any]:
     """``providers``: those to summarise; ``other``: provider -> class ->
     (capacity, used) of the classes not requested (1.27+)."""
     uuid = {pid: p.uuid for pid, p in found.providers.items()}
+    requests: list[dict[str, Any]]
     if version < mv.ALLOCATIONS_DICT:
         requests = [
             {
@@ -62,32 +82,34 @@ def body(found: Found, candidates: list[Candidate], providers: set[int], other, 
     }
 
 
-def _summaries(found: Found, providers: list[int], other, requested, version) -> dict:
-    requested = sorted(requested)
+def _summaries(
+    found: Found, providers: list[int], other: Other, requested: set[str], version: Version
+) -> dict[str, Any]:
+    classes = sorted(requested)
     room, full, by_id = found.room, found.full, found.providers
     with_traits = version >= mv.CANDIDATES_REQUIRED
     with_tree = version >= mv.NESTED_CANDIDATES
     # A provider's traits in trait id order (creation order), as upstream's
     # database lists them; equal sets are one object, so each is ordered once.
     trait_id = found.trait_ids.__getitem__
-    ordered_traits: dict[frozenset, list[str]] = {}
+    ordered_traits: dict[frozenset[str], list[str]] = {}
     summaries = {}
     for pid in providers:
         resources = {}
-        for rc in requested:
+        for rc in classes:
             held = room.get((pid, rc))
             if held is not None:
                 resources[rc] = {"capacity": held.capacity, "used": held.used}
             else:
-                held = full.get((pid, rc))
-                if held is not None:
-                    resources[rc] = {"capacity": held[0], "used": held[1]}
+                counts = full.get((pid, rc))
+                if counts is not None:
+                    resources[rc] = {"capacity": counts[0], "used": counts[1]}
         more = other.get(pid)
         if more:
             for rc, (capacity, used) in more.items():
                 resources[rc] = {"capacity": capacity, "used": used}
             resources = dict(sorted(resources.items()))
-        summary: dict = {"resources": resources}
+        summary: dict[str, Any] = {"resources": resources}
         if with_traits:
             traits = found.traits.get(pid, frozenset())
             names = ordered_traits.get(traits)

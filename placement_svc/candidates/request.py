@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+from microversion_parse import Version
 
 from placement_svc import errors, queryparams
 from placement_svc import microversion as mv
@@ -16,6 +20,7 @@ from placement_svc.queryparams import AggregateFilter, TraitFilter
 from placement_svc.schemas import allocation_candidate as schema
 
 GROUP_PARAMETERS = ("resources", "required", "member_of", "in_tree")
+T = TypeVar("T")
 
 
 @dataclass
@@ -62,7 +67,7 @@ def _bad(message: str, code: str = errors.DEFAULT) -> errors.BadRequest:
     return errors.BadRequest(message, code=code)
 
 
-def _key_pattern(version) -> re.Pattern:
+def _key_pattern(version: Version) -> re.Pattern[str]:
     suffix = schema.suffix_pattern(version)
     names = "|".join(GROUP_PARAMETERS)
     if suffix is None:
@@ -70,7 +75,7 @@ def _key_pattern(version) -> re.Pattern:
     return re.compile(f"^({names})({suffix})?$")
 
 
-def parse(params: dict[str, list[str]], version) -> Request:
+def parse(params: dict[str, list[str]], version: Version) -> Request:
     """Build a Request from query parameters (each key's values, in order)."""
     request = Request(groups={}, nested=version >= mv.NESTED_CANDIDATES)
     _parse_request_wide(params, request)
@@ -106,24 +111,25 @@ def parse(params: dict[str, list[str]], version) -> Request:
     return request
 
 
-def _last_of(values: list[str], parse, suffix: str):
+def _last_of(values: list[str], parse: Callable[[str, str], T], suffix: str) -> T:
     """A repeated single-valued parameter: the last one counts, as upstream,
     but every one must parse (upstream reads each in turn)."""
     parsed = [parse(value, suffix) for value in values]
     return parsed[-1]
 
 
-_LIMIT = re.compile(schema.LIMIT["pattern"])
+_LIMIT_PATTERN = str(schema.LIMIT["pattern"])
+_LIMIT = re.compile(_LIMIT_PATTERN)
 
 
-def _parse_request_wide(params, request: Request) -> None:
+def _parse_request_wide(params: dict[str, list[str]], request: Request) -> None:
     if "limit" in params:
         # The schema checked the last value; upstream uses the first.
         first = params["limit"][0]
         if not _LIMIT.search(first):
             raise _bad(
                 f"Invalid query string parameters: '{first}' does not match "
-                f"'{schema.LIMIT['pattern']}' (at 'limit')"
+                f"'{_LIMIT_PATTERN}' (at 'limit')"
             )
         # No request can have more candidates than a list can hold.
         request.limit = min(int(first), sys.maxsize)

@@ -10,8 +10,11 @@ eligibility.py (pure), combining groups into candidates is merge.py.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
 
 from placement_svc import errors
 from placement_svc.candidates import eligibility
@@ -85,7 +88,9 @@ def search(conn: Connection, request: Request) -> Found:
     return found
 
 
-def _load_room(conn, found: Found, wanted: dict[int, tuple[str, int]]) -> dict[str, list[int]]:
+def _load_room(
+    conn: Connection, found: Found, wanted: dict[int, tuple[str, int]]
+) -> dict[str, list[int]]:
     """Room of the requested classes: class -> providers (in id order) with room
     for the class's smallest amount.
 
@@ -141,7 +146,9 @@ def _load_room(conn, found: Found, wanted: dict[int, tuple[str, int]]) -> dict[s
     return {rc: holders for rc, holders in with_room.items() if holders}
 
 
-def _load_providers(conn, found: Found, where, trait_names: dict[int, list[str]]) -> None:
+def _load_providers(
+    conn: Connection, found: Found, where: ColumnElement[bool], trait_names: dict[int, list[str]]
+) -> None:
     """The providers matching ``where``, with the names of their traits (one
     statement: a provider comes once per trait, or once with none)."""
     providers, trait_ids = found.providers, found.trait_ids
@@ -173,7 +180,7 @@ def _load_providers(conn, found: Found, where, trait_names: dict[int, list[str]]
                 held.append(trait)
 
 
-def _load_sharing(conn, found: Found) -> set[int]:
+def _load_sharing(conn: Connection, found: Found) -> set[int]:
     """The roots each sharing provider shares with (through an aggregate);
     returns the roots of trees shared with that are not loaded yet."""
     if not found.sharing:
@@ -198,10 +205,12 @@ def _load_sharing(conn, found: Found) -> set[int]:
     return set().union(*found.shares_with.values()) - {p.root_id for p in found.providers.values()}
 
 
-def _interned(names_of: dict[int, list[str]], providers) -> dict[int, frozenset[str]]:
+def _interned(
+    names_of: dict[int, list[str]], providers: Iterable[int]
+) -> dict[int, frozenset[str]]:
     """provider -> its names as a frozenset, for every provider given (empty if
     it has none); equal sets are one object."""
-    shared: dict[tuple, frozenset[str]] = {(): frozenset()}
+    shared: dict[tuple[str, ...], frozenset[str]] = {(): frozenset()}
     result = {}
     for pid in providers:
         key = tuple(sorted(names_of.get(pid, ())))
@@ -212,7 +221,9 @@ def _interned(names_of: dict[int, list[str]], providers) -> dict[int, frozenset[
     return result
 
 
-def _aggregates(conn, providers, in_trees) -> dict[int, frozenset[str]]:
+def _aggregates(
+    conn: Connection, providers: dict[int, Provider], in_trees: ColumnElement[bool]
+) -> dict[int, frozenset[str]]:
     if not providers:
         return {}
     names_of: dict[int, list[str]] = {}
