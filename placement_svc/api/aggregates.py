@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from placement_svc import errors, web
 from placement_svc import microversion as mv
-from placement_svc import web
-from placement_svc.db import aggregates as store
-from placement_svc.db import providers
+from placement_svc.api.wording import concurrent_update, generation_changed, no_provider
+from placement_svc.db.exceptions import ConcurrentUpdate, ProviderNotFound
+from placement_svc.ops import aggregates as ops
+from placement_svc.ops.exceptions import ProviderGenerationMismatch
 from placement_svc.policies import aggregates as policies
-from placement_svc.schemas import aggregate as schema
+
+
+def _words(fact: Exception) -> errors.PlacementError | None:
+    """Upstream's answer to what the aggregate units of work report."""
+    match fact:
+        case ProviderNotFound(uuid):
+            return errors.NotFound(no_provider(uuid))
+        case ProviderGenerationMismatch():
+            return generation_changed()
+        case ConcurrentUpdate(uuid):
+            return concurrent_update(uuid)
+    return None
 
 
 class Aggregates:
@@ -26,36 +41,14 @@ class Aggregates:
         web.check_accept(req)
         web.require_version(req, mv.AGGREGATES)
         req.context.placement.can(policies.LIST)
-
-        def read(conn):
-            provider = providers.get(conn, uuid)
-            return provider.generation, store.for_provider(conn, provider.id)
-
-        self._send(req, resp, *self.db.read(read))
+        with web.answering(_words):
+            self._send(req, resp, *self.db.read(partial(ops.list_for, uuid=uuid)))
 
     def replace(self, req, resp, uuid):
         web.require_json(req)
         web.require_version(req, mv.AGGREGATES)
         req.context.placement.can(policies.UPDATE)
-        with_generation = web.version(req) >= mv.AGGREGATE_GENERATION
         data = web.read_json(req)
-
-        def write(conn):
-            provider = providers.get(conn, uuid)  # 404 before the body's 400, as upstream
-            web.validate(data, schema.REPLACE_V1_19 if with_generation else schema.REPLACE_V1_1)
-            uuids = data["aggregates"] if with_generation else data
-            seen = data["resource_provider_generation"] if with_generation else None
-            if seen is not None and seen != provider.generation:
-                raise providers.ConcurrentUpdate(
-                    uuid,
-                    "Resource provider's generation already changed. Please update the "
-                    "generation and try again.",
-                )
-            # Before 1.19 the body carries no generation; the change still bumps it
-            # (checked against the generation just read) so other writers see it.
-            generation = providers.bump_generation(conn, provider, seen)
-            store.replace(conn, provider.id, uuids)
-            # The answer echoes the list as sent (its order and spelling), as upstream's.
-            return generation, uuids
-
-        self._send(req, resp, *self.db.write(write))
+        work = partial(ops.replace, uuid=uuid, data=data, version=web.version(req))
+        with web.answering(_words):
+            self._send(req, resp, *self.db.write(work))

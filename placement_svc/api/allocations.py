@@ -14,6 +14,7 @@ from placement_svc.api import reshaper, usages_total
 from placement_svc.api.allocation_writes import incomplete_ids, wanted_for, write_retrying
 from placement_svc.db import allocations as store
 from placement_svc.db import capacity, providers
+from placement_svc.db.exceptions import ProviderNotFound
 from placement_svc.policies import allocations as policies
 from placement_svc.schemas import allocation as schema
 from placement_svc.uuidutil import is_uuid_like
@@ -82,7 +83,10 @@ class Allocations:
         )
 
         def read(conn):
-            provider = providers.get(conn, uuid, not_found)
+            try:
+                provider = providers.get(conn, uuid)
+            except ProviderNotFound:
+                raise errors.NotFound(not_found) from None
             return provider, store.for_provider(conn, provider.id)
 
         provider, found = self.db.read(read)

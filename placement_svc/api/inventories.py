@@ -9,20 +9,34 @@ from __future__ import annotations
 
 from placement_svc import errors, web
 from placement_svc import microversion as mv
+from placement_svc.api.wording import concurrent_update, no_provider
 from placement_svc.db import inventories as store
 from placement_svc.db import names, providers
+from placement_svc.db.exceptions import ConcurrentUpdate, ProviderNotFound
 from placement_svc.policies import inventories as policies
 from placement_svc.schemas import inventory as schema
 
 
 def _provider(conn, uuid):
-    return providers.get(conn, uuid)
+    try:
+        return providers.get(conn, uuid)
+    except ProviderNotFound:
+        raise errors.NotFound(no_provider(uuid)) from None
 
 
 def _provider_for_read(conn, uuid):
     """The GET handlers word their 404 as upstream's do, the cause repeated."""
-    missing = f"No resource provider with uuid {uuid} found"
-    return providers.get(conn, uuid, f"{missing} : {missing}")
+    try:
+        return providers.get(conn, uuid)
+    except ProviderNotFound:
+        raise errors.NotFound(f"{no_provider(uuid)} : {no_provider(uuid)}") from None
+
+
+def _changed_meanwhile(fact: Exception):
+    """Until the inventory family's own mapping: a lost generation race."""
+    if isinstance(fact, ConcurrentUpdate):
+        return concurrent_update(fact.uuid)
+    return None
 
 
 def _check_capacity(req, provider, inventories, action: str) -> None:
@@ -42,7 +56,7 @@ def _check_capacity(req, provider, inventories, action: str) -> None:
 
 
 def _stale(uuid):
-    return providers.ConcurrentUpdate(uuid, "resource provider generation conflict")
+    return errors.Conflict("resource provider generation conflict", code=errors.CONCURRENT_UPDATE)
 
 
 def _find(inventories, resource_class):
@@ -118,7 +132,8 @@ class Inventories:
             )
             return generation, store.list_for(conn, provider.id)
 
-        generation, found = self.db.write(write)
+        with web.answering(_changed_meanwhile):
+            generation, found = self.db.write(write)
         self._send_all(req, resp, generation, found)
 
     def create(self, req, resp, uuid):
@@ -149,7 +164,8 @@ class Inventories:
             )
             return generation, _find(store.list_for(conn, provider.id), new.resource_class)
 
-        generation, inv = self.db.write(write)
+        with web.answering(_changed_meanwhile):
+            generation, inv = self.db.write(write)
         resp.set_header(
             "Location",
             web.location(req, f"/resource_providers/{uuid}/inventories/{inv.resource_class}"),
@@ -180,7 +196,8 @@ class Inventories:
             generation = store.replace(conn, provider, others + [changed])
             return generation, _find(store.list_for(conn, provider.id), resource_class)
 
-        generation, inv = self.db.write(write)
+        with web.answering(_changed_meanwhile):
+            generation, inv = self.db.write(write)
         self._send_one(req, resp, generation, inv)
 
     def delete(self, req, resp, uuid, resource_class):
@@ -202,6 +219,12 @@ class Inventories:
             others = [inv for inv in current if inv.resource_class != resource_class]
             try:
                 store.replace(conn, provider, others)
+            except ConcurrentUpdate as fact:
+                raise errors.Conflict(
+                    f"Unable to delete inventory of class {resource_class}: "
+                    f"{concurrent_update(fact.uuid).message}",
+                    code=errors.CONCURRENT_UPDATE,
+                ) from None
             except errors.Conflict as exc:
                 # In use, or changed meanwhile: upstream codes both concurrent_update.
                 raise errors.Conflict(
@@ -224,8 +247,8 @@ class Inventories:
             provider = _provider(conn, uuid)
             try:
                 store.replace(conn, provider, [])
-            except errors.Conflict as exc:
-                if exc.code == errors.INVENTORY_INUSE:
+            except (errors.Conflict, ConcurrentUpdate) as exc:
+                if getattr(exc, "code", None) == errors.INVENTORY_INUSE:
                     raise errors.Conflict(
                         exc.message.removeprefix("update conflict: "),
                         code=errors.INVENTORY_INUSE,

@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from placement_svc import errors, web
 from placement_svc import microversion as mv
-from placement_svc.db import names, providers, traits
-from placement_svc.db import provider_traits as store
+from placement_svc.api.wording import concurrent_update, generation_changed, no_provider
+from placement_svc.db.exceptions import ConcurrentUpdate, ProviderNotFound, UnknownTrait
+from placement_svc.ops import provider_traits as ops
+from placement_svc.ops.exceptions import ProviderGenerationMismatch
 from placement_svc.policies import traits as policies
 from placement_svc.schemas import trait as schema
+
+
+def _words(fact: Exception, action: str) -> errors.PlacementError | None:
+    """Upstream's answer to what the provider trait units of work report."""
+    match fact:
+        case ProviderNotFound(uuid) if action == "list":
+            return errors.NotFound(f"{no_provider(uuid)}: {no_provider(uuid)}")
+        case ProviderNotFound(uuid):
+            return errors.NotFound(no_provider(uuid))
+        case ProviderGenerationMismatch():
+            return generation_changed()
+        case UnknownTrait(names):
+            return errors.BadRequest(f"No such trait {', '.join(names)}")
+        case ConcurrentUpdate(uuid):
+            return concurrent_update(uuid)
+    return None
 
 
 class ProviderTraits:
@@ -25,49 +45,26 @@ class ProviderTraits:
         web.require_version(req, mv.TRAITS)
         web.check_accept(req)
         req.context.placement.can(policies.RP_TRAIT_LIST)
-
-        def read(conn):
-            missing = f"No resource provider with uuid {uuid} found"
-            provider = providers.get(conn, uuid, f"{missing}: {missing}")
-            return provider.generation, store.for_provider(conn, provider.id)
-
-        self._send(req, resp, *self.db.read(read))
+        with web.answering(_words, "list"):
+            self._send(req, resp, *self.db.read(partial(ops.list_for, uuid=uuid)))
 
     def replace(self, req, resp, uuid):
         web.require_version(req, mv.TRAITS)
         web.require_json(req)
         req.context.placement.can(policies.RP_TRAIT_UPDATE)
-        data = web.read_json(req, schema.PROVIDER_TRAITS)
-
-        def write(conn):
-            provider = providers.get(conn, uuid)
-            seen = data["resource_provider_generation"]
-            if seen != provider.generation:
-                raise providers.ConcurrentUpdate(
-                    uuid,
-                    "Resource provider's generation already changed. Please update the "
-                    "generation and try again.",
-                )
-            ids = names.trait_ids(conn, data["traits"])
-            missing = sorted(set(data["traits"]) - set(ids))
-            if missing:
-                raise errors.BadRequest(f"No such trait {', '.join(missing)}")
-            # Upstream moves the generation only when the set of traits changes.
-            changed = store.replace(conn, provider.id, set(ids.values()))
-            generation = providers.bump_generation(conn, provider, seen) if changed else seen
-            # Upstream answers with the traits it looked up by the body's names.
-            return generation, store.for_provider(conn, provider.id, traits.lookup_order(conn))
-
-        self._send(req, resp, *self.db.write(write))
+        data = web.read_json(req, schema.for_version(web.version(req)).provider_traits)
+        work = partial(
+            ops.replace,
+            uuid=uuid,
+            trait_names=data["traits"],
+            seen=data["resource_provider_generation"],
+        )
+        with web.answering(_words, "replace"):
+            self._send(req, resp, *self.db.write(work))
 
     def delete(self, req, resp, uuid):
         web.require_version(req, mv.TRAITS)
         req.context.placement.can(policies.RP_TRAIT_DELETE)
-
-        def write(conn):
-            provider = providers.get(conn, uuid)
-            if store.replace(conn, provider.id, set()):
-                providers.bump_generation(conn, provider)
-
-        self.db.write(write)
+        with web.answering(_words, "delete"):
+            self.db.write(partial(ops.delete_all, uuid=uuid))
         web.no_content(resp)

@@ -3,12 +3,105 @@
 from __future__ import annotations
 
 import uuid as uuidlib
+from functools import partial
 
+from placement_svc import errors, queryparams, web
 from placement_svc import microversion as mv
-from placement_svc import queryparams, web
-from placement_svc.db import providers as store
+from placement_svc.api.wording import no_provider
+from placement_svc.db.exceptions import (
+    ParentProviderNotFound,
+    ProviderExists,
+    ProviderHasChildren,
+    ProviderInUse,
+    ProviderNotFound,
+    UnknownResourceClass,
+    UnknownTrait,
+)
+from placement_svc.ops import providers as ops
+from placement_svc.ops.exceptions import (
+    ProviderIsOwnParent,
+    ProviderNameMissing,
+    ProviderTreeLoop,
+    ReparentingNotAllowed,
+    UnparentingNotAllowed,
+)
 from placement_svc.policies import resource_providers as policies
 from placement_svc.schemas import resource_provider as schema
+
+# Why upstream could not create or save a provider, after "failed because: ".
+_REASONS = {
+    ProviderNameMissing: "name is required",
+    ProviderIsOwnParent: "parent provider UUID cannot be same as UUID. Please set parent "
+    "provider UUID to None if there is no parent.",
+    ParentProviderNotFound: "parent provider UUID does not exist.",
+    ReparentingNotAllowed: "re-parenting a provider is not currently allowed.",
+    UnparentingNotAllowed: "un-parenting a provider is not currently allowed.",
+    ProviderTreeLoop: "creating loop in the provider tree is not allowed.",
+}
+
+
+def _words(fact: Exception, action: str, name: str = "") -> errors.PlacementError | None:
+    """Upstream's answer to what the provider units of work report."""
+    match fact:
+        case UnknownTrait(names):
+            return errors.BadRequest(
+                f'Invalid trait(s) in "required" parameter: No such trait(s): {", ".join(names)}.'
+            )
+        case UnknownResourceClass(names):
+            return errors.BadRequest(
+                f"Invalid resource class in resources parameter: No such resource class {names[0]}."
+            )
+        case ProviderNotFound(uuid) if action == "delete":
+            return errors.NotFound(f"{no_provider(uuid)} for delete")
+        case ProviderNotFound(uuid):
+            return errors.NotFound(no_provider(uuid))
+        case ProviderExists(uuid, taken_name) if action == "create":
+            taken = [f"uuid: {uuid}"] if uuid else []
+            taken += [f"name: {taken_name}"] if taken_name else []
+            return _duplicate(", ".join(taken))
+        case ProviderExists(_uuid, taken_name):
+            return _duplicate(taken_name)
+        case ProviderNameMissing() | ProviderIsOwnParent() | ParentProviderNotFound() if (
+            action == "create"
+        ):
+            return errors.BadRequest(
+                f'Unable to create resource provider "{name}", {fact.uuid}: Object action '
+                f"create failed because: {_REASONS[type(fact)]}"
+            )
+        case (
+            ParentProviderNotFound()
+            | ReparentingNotAllowed()
+            | UnparentingNotAllowed()
+            | ProviderTreeLoop()
+        ):
+            return _cannot_save(fact)
+        case ProviderHasChildren(uuid):
+            return errors.Conflict(
+                f"Unable to delete parent resource provider {uuid}: It has child resource "
+                "providers.",
+                code=errors.PROVIDER_CANNOT_DELETE_PARENT,
+            )
+        case ProviderInUse(uuid):
+            return errors.Conflict(
+                f"Unable to delete resource provider {uuid}: Resource provider has allocations.",
+                code=errors.PROVIDER_IN_USE,
+            )
+    return None
+
+
+def _cannot_save(fact) -> errors.BadRequest:
+    # Upstream's own check for the parent names action "create"; its failed write, "update".
+    checked = isinstance(fact, ParentProviderNotFound) and not fact.vanished
+    return errors.BadRequest(
+        f"Unable to save resource provider {fact.uuid}: Object action "
+        f"{'create' if checked else 'update'} failed because: {_REASONS[type(fact)]}"
+    )
+
+
+def _duplicate(what: str) -> errors.Conflict:
+    return errors.Conflict(
+        f"Conflicting resource provider {what} already exists.", code=errors.DUPLICATE_NAME
+    )
 
 
 def links(req, provider) -> list[dict]:
@@ -37,6 +130,20 @@ def represent(req, provider) -> dict:
     return body
 
 
+def _filters(params: dict[str, list[str]], version) -> dict:
+    """The query's filters as ``ops.list_filtered`` takes them; each
+    parameter's last value counts, except the repeatable ones."""
+    last = {key: values[-1] for key, values in params.items()}
+    return {
+        "name": last.get("name") or None,  # an empty name filters nothing, as upstream
+        "uuid": last.get("uuid"),
+        "in_tree": queryparams.in_tree(last["in_tree"]) if "in_tree" in last else None,
+        "member_of": queryparams.member_of(params.get("member_of", []), version),
+        "required": queryparams.required(params.get("required", []), version),
+        "resources": queryparams.resources(last["resources"]) if "resources" in last else {},
+    }
+
+
 class ResourceProviders:
     def __init__(self, db):
         self.db = db
@@ -45,36 +152,23 @@ class ResourceProviders:
         web.check_accept(req)
         req.context.placement.can(policies.LIST)
         version = web.version(req)
-        params = web.query(req, schema.list_query(version))
-        found = self.db.read(lambda conn: self._filtered(conn, params, version))
+        params = web.query(req, schema.for_version(version).list_query)
+        with web.answering(_words, "list"):
+            found = self.db.read(partial(ops.list_filtered, **_filters(params, version)))
         web.render(resp, {"resource_providers": [represent(req, p) for p in found]})
         web.cache_headers(req, resp, web.newest(found))
-
-    def _filtered(self, conn, params, version):
-        def last(key):
-            return params[key][-1] if key in params else None
-
-        return store.list_filtered(
-            conn,
-            name=last("name") or None,  # an empty name filters nothing, as upstream
-            uuid=last("uuid"),
-            in_tree=queryparams.in_tree(last("in_tree")) if "in_tree" in params else None,
-            member_of=queryparams.member_of(params.get("member_of", []), version),
-            required=queryparams.required(params.get("required", []), version),
-            resources=queryparams.resources(last("resources")) if "resources" in params else {},
-        )
 
     def create(self, req, resp):
         web.require_json(req)
         req.context.placement.can(policies.CREATE)
         version = web.version(req)
-        nested = version >= mv.NESTED_PROVIDERS
-        data = web.read_json(req, schema.CREATE_V1_14 if nested else schema.CREATE_V1_0)
-        uuid = store.canonical_uuid(data["uuid"]) if data.get("uuid") else str(uuidlib.uuid4())
-        # Upstream normalises the new provider's uuid but matches the parent
-        # as written (a dashless parent is unknown there too).
+        data = web.read_json(req, schema.for_version(version).create)
+        uuid = str(uuidlib.UUID(data["uuid"])) if data.get("uuid") else str(uuidlib.uuid4())
         parent = data.get("parent_provider_uuid")
-        provider = self.db.write(lambda conn: store.create(conn, data["name"], uuid, parent))
+        with web.answering(_words, "create", data["name"]):
+            provider = self.db.write(
+                partial(ops.create, name=data["name"], uuid=uuid, parent_uuid=parent)
+            )
         resp.set_header("Location", web.location(req, f"/resource_providers/{provider.uuid}"))
         if version >= mv.PROVIDER_POST_RETURNS_BODY:
             web.render(resp, represent(req, provider))
@@ -85,40 +179,24 @@ class ResourceProviders:
     def show(self, req, resp, uuid):
         web.check_accept(req)
         req.context.placement.can(policies.SHOW)
-        provider = self.db.read(lambda conn: store.get(conn, uuid))
+        with web.answering(_words, "show"):
+            provider = self.db.read(partial(ops.get, uuid=uuid))
         web.render(resp, represent(req, provider))
         web.cache_headers(req, resp, provider.modified)
 
     def update(self, req, resp, uuid):
         web.require_json(req)
         req.context.placement.can(policies.UPDATE)
-        version = web.version(req)
-        nested = version >= mv.NESTED_PROVIDERS
         data = web.read_json(req)
-
-        def update(conn):
-            provider = store.get(conn, uuid)  # 404 before the body's 400, as upstream
-            web.validate(data, schema.UPDATE_V1_14 if nested else schema.UPDATE_V1_0)
-            return store.update(
-                conn,
-                provider,
-                data["name"],
-                data.get("parent_provider_uuid", store.KEEP_PARENT),
-                allow_reparenting=version >= mv.REPARENTING,
+        with web.answering(_words, "update"):
+            provider = self.db.write(
+                partial(ops.update, uuid=uuid, data=data, version=web.version(req))
             )
-
-        provider = self.db.write(update)
         web.render(resp, represent(req, provider))
         web.cache_headers(req, resp, provider.modified)
 
     def delete(self, req, resp, uuid):
         req.context.placement.can(policies.DELETE)
-
-        def delete(conn):
-            provider = store.get(
-                conn, uuid, f"No resource provider with uuid {uuid} found for delete"
-            )
-            store.delete(conn, provider)
-
-        self.db.write(delete)
+        with web.answering(_words, "delete"):
+            self.db.write(partial(ops.delete, uuid=uuid))
         web.no_content(resp)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from placement_svc import web
+from placement_svc import errors, web
+from placement_svc.api.wording import no_provider
 from placement_svc.db import inventories, names, providers
+from placement_svc.db.exceptions import ProviderNotFound
 from placement_svc.policies import usages as policies
 
 
@@ -16,8 +18,10 @@ class ProviderUsages:
         req.context.placement.can(policies.PROVIDER_USAGES)
 
         def read(conn):
-            missing = f"No resource provider with uuid {uuid} found"
-            provider = providers.get(conn, uuid, f"{missing}: {missing}")
+            try:
+                provider = providers.get(conn, uuid)
+            except ProviderNotFound:
+                raise errors.NotFound(f"{no_provider(uuid)}: {no_provider(uuid)}") from None
             used = inventories.usage_by_class(conn, provider.id)
             classes = [inv.resource_class for inv in inventories.list_for(conn, provider.id)]
             ids = names.resource_class_ids(conn, classes)

@@ -316,4 +316,4 @@ def bump_providers(conn: Connection, touched: list[Provider]) -> None:
         .values(generation=RP.c.generation + 1, updated_at=tables.utcnow())
     )
     if result.rowcount != len(seen):
-        raise providers.ConcurrentUpdate(touched[0].uuid, PROVIDER_CHANGED)
+        raise providers.ConcurrentUpdate(touched[0].uuid)

@@ -61,3 +61,62 @@ class TraitInUse(DomainError):
     """A provider still has the trait."""
 
     name: str
+
+
+@dataclass(eq=False)
+class UnknownTrait(DomainError):
+    """Names no trait has (sorted, as upstream lists them)."""
+
+    names: tuple[str, ...]
+
+
+@dataclass(eq=False)
+class UnknownResourceClass(DomainError):
+    """Names no resource class has, in the order met (upstream names the first)."""
+
+    names: tuple[str, ...]
+
+
+# Providers
+
+
+@dataclass(eq=False)
+class ProviderNotFound(DomainError):
+    uuid: str
+
+
+@dataclass(eq=False)
+class ProviderExists(DomainError):
+    """Another provider has the uuid or the name (None: that one is free)."""
+
+    uuid: str | None
+    name: str | None
+
+
+@dataclass(eq=False)
+class ParentProviderNotFound(DomainError):
+    """The parent named for provider ``uuid`` does not exist; ``vanished``:
+    it did when read, and was deleted before the write."""
+
+    uuid: str
+    parent_uuid: str | None
+    vanished: bool = False
+
+
+@dataclass(eq=False)
+class ProviderHasChildren(DomainError):
+    uuid: str
+
+
+@dataclass(eq=False)
+class ProviderInUse(DomainError):
+    """The provider holds allocations."""
+
+    uuid: str
+
+
+@dataclass(eq=False)
+class ConcurrentUpdate(DomainError):
+    """Another writer changed the provider (its generation) first."""
+
+    uuid: str

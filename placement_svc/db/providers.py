@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import datetime
-import uuid as uuidlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from placement_svc import errors
 from placement_svc.db import filters, names, tables
-from placement_svc.queryparams import AggregateFilter, TraitFilter
+from placement_svc.db.exceptions import (
+    ConcurrentUpdate,
+    ParentProviderNotFound,
+    ProviderExists,
+    ProviderHasChildren,
+    ProviderInUse,
+    ProviderNotFound,
+    UnknownResourceClass,
+    UnknownTrait,
+)
+
+if TYPE_CHECKING:
+    from placement_svc.queryparams import AggregateFilter, TraitFilter
 
 RP = tables.resource_providers
 
@@ -78,15 +89,14 @@ def find(conn: Connection, uuid: str) -> Provider | None:
     return _record(row) if row else None
 
 
-def get(conn: Connection, uuid: str, message: str | None = None) -> Provider:
-    """The provider, or 404 with ``message`` (upstream varies it per handler)."""
+def get(conn: Connection, uuid: str) -> Provider:
     provider = find(conn, uuid)
     if provider is None:
-        raise errors.NotFound(message or f"No resource provider with uuid {uuid} found")
+        raise ProviderNotFound(uuid)
     return provider
 
 
-def query(conn: Connection, where=None, order=True) -> list[Provider]:
+def query(conn: Connection, where: Any = None, order: bool = True) -> list[Provider]:
     stmt = _select()
     if where is not None:
         stmt = stmt.where(where)
@@ -95,26 +105,8 @@ def query(conn: Connection, where=None, order=True) -> list[Provider]:
     return [_record(row) for row in conn.execute(stmt)]
 
 
-def canonical_uuid(value: str) -> str:
-    return str(uuidlib.UUID(value))
-
-
-def create(conn: Connection, name: str, uuid: str, parent_uuid: str | None) -> Provider:
-    """Insert a provider (a root, or a child of ``parent_uuid``)."""
-    if not name:
-        raise _unable_to_create(name, uuid, "name is required")
-    parent = None
-    if parent_uuid is not None:
-        if parent_uuid == uuid:
-            raise _unable_to_create(
-                name,
-                uuid,
-                "parent provider UUID cannot be same as UUID. Please set parent "
-                "provider UUID to None if there is no parent.",
-            )
-        parent = find(conn, parent_uuid)
-        if parent is None:
-            raise _unable_to_create(name, uuid, "parent provider UUID does not exist.")
+def create(conn: Connection, name: str, uuid: str, parent: Provider | None) -> Provider:
+    """Insert a provider: a root, or a child of ``parent`` (as last read)."""
     _refuse_duplicates(conn, name=name, uuid=uuid)
     try:
         with conn.begin_nested():
@@ -130,39 +122,25 @@ def create(conn: Connection, name: str, uuid: str, parent_uuid: str | None) -> P
     except IntegrityError:
         # Lost a race: a duplicate was created, or the parent deleted, meanwhile.
         _refuse_duplicates(conn, name=name, uuid=uuid)
-        raise _unable_to_create(name, uuid, "parent provider UUID does not exist.") from None
+        raise ParentProviderNotFound(uuid, parent.uuid if parent else None, True) from None
     if parent is None:
         conn.execute(sa.update(RP).where(RP.c.id == new_id).values(root_provider_id=new_id))
     return get(conn, uuid)
 
 
-def _unable_to_create(name, uuid, reason) -> errors.BadRequest:
-    return errors.BadRequest(
-        f'Unable to create resource provider "{name}", {uuid}: Object action create failed '
-        f"because: {reason}"
-    )
-
-
-def _refuse_duplicates(conn, name: str, uuid: str | None, exclude_id: int | None = None):
-    """409 placement.duplicate_name when the name (or uuid) is another provider's.
-
-    A creation names what is taken ("name: x", "uuid: y"); a rename, as
-    upstream words it, names only the new name.
-    """
-    taken = []
+def _refuse_duplicates(
+    conn: Connection, name: str, uuid: str | None, exclude_id: int | None = None
+) -> None:
+    """ProviderExists when the name (or uuid) is another provider's."""
+    taken_uuid = None
     if uuid is not None and conn.execute(sa.select(RP.c.id).where(RP.c.uuid == uuid)).first():
-        taken.append(f"uuid: {uuid}")
+        taken_uuid = uuid
     stmt = sa.select(RP.c.id).where(RP.c.name == name)
     if exclude_id is not None:
         stmt = stmt.where(RP.c.id != exclude_id)
-    if conn.execute(stmt).first():
-        taken.append(f"name: {name}")
-    if taken:
-        what = ", ".join(taken) if exclude_id is None else name
-        raise errors.Conflict(
-            f"Conflicting resource provider {what} already exists.",
-            code=errors.DUPLICATE_NAME,
-        )
+    taken_name = name if conn.execute(stmt).first() else None
+    if taken_uuid is not None or taken_name is not None:
+        raise ProviderExists(taken_uuid, taken_name)
 
 
 def subtree_ids(conn: Connection, provider: Provider) -> set[int]:
@@ -181,41 +159,20 @@ def subtree_ids(conn: Connection, provider: Provider) -> set[int]:
     return found
 
 
-KEEP_PARENT = object()  # update(): leave the parent as it is
+KEEP_PARENT: Any = object()  # update(): leave the parent as it is
 
 
-def update(
-    conn: Connection,
-    provider: Provider,
-    name: str,
-    parent_uuid=KEEP_PARENT,
-    allow_reparenting=False,
-) -> Provider:
-    """Rename and, when ``parent_uuid`` is given, (re/un)parent the provider."""
-
-    def unable(reason, action="update"):
-        return errors.BadRequest(
-            f"Unable to save resource provider {provider.uuid}: Object action {action} "
-            f"failed because: {reason}"
-        )
-
-    values = {"name": name, "updated_at": tables.utcnow()}
+def update(conn: Connection, provider: Provider, name: str, parent: Any = KEEP_PARENT) -> Provider:
+    """Rename and, unless ``parent`` is KEEP_PARENT, move the provider under
+    ``parent`` (a Provider) or make it a root (None), its subtree with it.
+    Whether such a move is allowed is the caller's rule."""
+    values: dict[str, Any] = {"name": name, "updated_at": tables.utcnow()}
     new_root_id = None
-    if parent_uuid is not KEEP_PARENT:
-        if parent_uuid is not None:
-            parent = find(conn, parent_uuid)
-            if parent is None:
-                raise unable("parent provider UUID does not exist.", action="create")
-            if provider.parent_id not in (None, parent.id) and not allow_reparenting:
-                raise unable("re-parenting a provider is not currently allowed.")
-            if parent.id in subtree_ids(conn, provider):
-                raise unable("creating loop in the provider tree is not allowed.")
-            if parent.id != provider.parent_id:
-                values.update(parent_provider_id=parent.id)
-                new_root_id = parent.root_id
-        elif provider.parent_id is not None:
-            if not allow_reparenting:
-                raise unable("un-parenting a provider is not currently allowed.")
+    if parent is not KEEP_PARENT:
+        if parent is not None and parent.id != provider.parent_id:
+            values.update(parent_provider_id=parent.id)
+            new_root_id = parent.root_id
+        elif parent is None and provider.parent_id is not None:
             values.update(parent_provider_id=None)
             new_root_id = provider.id
     _refuse_duplicates(conn, name=name, uuid=None, exclude_id=provider.id)
@@ -228,7 +185,8 @@ def update(
     except IntegrityError:
         # Lost a race: the name was taken, or the new parent deleted, meanwhile.
         _refuse_duplicates(conn, name=name, uuid=None, exclude_id=provider.id)
-        raise unable("parent provider UUID does not exist.") from None
+        parent_uuid = parent.uuid if parent not in (None, KEEP_PARENT) else None
+        raise ParentProviderNotFound(provider.uuid, parent_uuid, True) from None
     return get(conn, provider.uuid)
 
 
@@ -242,18 +200,14 @@ def delete(conn: Connection, provider: Provider) -> None:
         sa.select(RP.c.id).where(RP.c.parent_provider_id == provider.id).limit(1)
     ).first()
     if child:
-        raise _cannot_delete_parent(provider)
+        raise ProviderHasChildren(provider.uuid)
     used = conn.execute(
         sa.select(tables.allocations.c.id)
         .where(tables.allocations.c.resource_provider_id == provider.id)
         .limit(1)
     ).first()
     if used:
-        raise errors.Conflict(
-            f"Unable to delete resource provider {provider.uuid}: Resource provider has "
-            "allocations.",
-            code=errors.PROVIDER_IN_USE,
-        )
+        raise ProviderInUse(provider.uuid)
     for table in (
         tables.inventories,
         tables.resource_provider_traits,
@@ -265,15 +219,7 @@ def delete(conn: Connection, provider: Provider) -> None:
     try:
         conn.execute(sa.delete(RP).where(RP.c.id == provider.id))
     except IntegrityError:  # a child was added since the check above
-        raise _cannot_delete_parent(provider) from None
-
-
-def _cannot_delete_parent(provider: Provider) -> errors.Conflict:
-    return errors.Conflict(
-        f"Unable to delete parent resource provider {provider.uuid}: It has child "
-        "resource providers.",
-        code=errors.PROVIDER_CANNOT_DELETE_PARENT,
-    )
+        raise ProviderHasChildren(provider.uuid) from None
 
 
 def bump_generation(conn: Connection, provider: Provider, seen: int | None = None) -> int:
@@ -291,19 +237,6 @@ def bump_generation(conn: Connection, provider: Provider, seen: int | None = Non
     if result.rowcount != 1:
         raise ConcurrentUpdate(provider.uuid)
     return expected + 1
-
-
-class ConcurrentUpdate(errors.Conflict):
-    """Another writer changed the provider first (409 placement.concurrent_update)."""
-
-    def __init__(self, uuid: str, message: str | None = None):
-        super().__init__(
-            message
-            or "Another thread concurrently updated the resource provider data. Please "
-            f"retry your update (resource provider {uuid})",
-            code=errors.CONCURRENT_UPDATE,
-        )
-        self.uuid = uuid
 
 
 def list_filtered(
@@ -329,28 +262,26 @@ def list_filtered(
     if member_of:
         where.append(filters.aggregates_condition(RP.c.id, member_of.any_of, member_of.forbidden))
     if required:
-        ids = names.trait_ids(conn, required.names())
-        missing = sorted(required.names() - set(ids))
-        if missing:
-            raise errors.BadRequest(
-                f'Invalid trait(s) in "required" parameter: No such trait(s): {", ".join(missing)}.'
-            )
-        where.append(
-            filters.traits_condition(
-                RP.c.id,
-                [{ids[n] for n in group} for group in required.any_of],
-                {ids[n] for n in required.forbidden},
-            )
-        )
+        where.append(_traits_condition(conn, required))
     if resources and max(resources.values()) > tables.MAX_INT:
         return []  # no inventory can hold more than an INT
     if resources:
         rc_ids = names.resource_class_ids(conn, resources)
+        missing = tuple(rc_name for rc_name in resources if rc_name not in rc_ids)
+        if missing:
+            raise UnknownResourceClass(missing)
         for rc_name, amount in resources.items():
-            if rc_name not in rc_ids:
-                raise errors.BadRequest(
-                    "Invalid resource class in resources parameter: No such resource class "
-                    f"{rc_name}."
-                )
             where.append(RP.c.id.in_(filters.providers_with_capacity(rc_ids[rc_name], amount)))
     return query(conn, sa.and_(sa.true(), *where))
+
+
+def _traits_condition(conn: Connection, required: TraitFilter) -> sa.ColumnElement:
+    ids = names.trait_ids(conn, required.names())
+    missing = sorted(required.names() - set(ids))
+    if missing:
+        raise UnknownTrait(tuple(missing))
+    return filters.traits_condition(
+        RP.c.id,
+        [{ids[n] for n in group} for group in required.any_of],
+        {ids[n] for n in required.forbidden},
+    )

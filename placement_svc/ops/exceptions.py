@@ -22,3 +22,45 @@ class StandardTrait(DomainError):
     """Standard traits (os-traits) are read-only."""
 
     name: str
+
+
+@dataclass(eq=False)
+class ProviderNameMissing(DomainError):
+    """A provider needs a name (the schema lets an empty one through)."""
+
+    uuid: str
+
+
+@dataclass(eq=False)
+class ProviderIsOwnParent(DomainError):
+    uuid: str
+
+
+@dataclass(eq=False)
+class ReparentingNotAllowed(DomainError):
+    """Before 1.37 a child keeps its parent."""
+
+    uuid: str
+
+
+@dataclass(eq=False)
+class UnparentingNotAllowed(DomainError):
+    """Before 1.37 a child cannot become a root."""
+
+    uuid: str
+
+
+@dataclass(eq=False)
+class ProviderTreeLoop(DomainError):
+    """The new parent is the provider itself or one of its descendants."""
+
+    uuid: str
+
+
+@dataclass(eq=False)
+class ProviderGenerationMismatch(DomainError):
+    """The client saw the provider at another generation than it is now."""
+
+    uuid: str
+    actual: int
+    given: int | None

@@ -1,21 +1,23 @@
 """Schemas for /resource_providers, one per version range, each readable whole."""
 
-import functools
+from typing import NamedTuple
 
 from placement_svc import microversion as mv
-from placement_svc.schemas.common import UUID
+from placement_svc.schemas.common import UUID, Schema, pick
 
 NAME = {"type": "string", "maxLength": 200}
 PARENT = {"anyOf": [UUID, {"type": "null"}]}
 
 
-def _body(properties: dict, required=("name",)) -> dict:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
+def _body(properties: dict, required=("name",)) -> Schema:
+    return Schema(
+        {
+            "type": "object",
+            "properties": properties,
+            "required": list(required),
+            "additionalProperties": False,
+        }
+    )
 
 
 # POST /resource_providers
@@ -35,19 +37,44 @@ _QUERY_UUID = {
     **UUID,
     "pattern": f"^{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}$",
 }
-_LIST_FILTERS = [
-    (mv.BASE, {"name": _STRING, "uuid": _QUERY_UUID}),
-    (mv.MEMBER_OF, {"member_of": _STRING}),
-    (mv.RESOURCES_FILTER, {"resources": _STRING}),
-    (mv.NESTED_PROVIDERS, {"in_tree": _QUERY_UUID}),
-    (mv.PROVIDERS_REQUIRED, {"required": _STRING}),
+
+
+def _query(properties: dict) -> Schema:
+    return Schema({"type": "object", "properties": properties, "additionalProperties": False})
+
+
+_BY_NAME = {"name": _STRING, "uuid": _QUERY_UUID}
+LIST_QUERY_V1_0 = _query(_BY_NAME)
+LIST_QUERY_V1_3 = _query({**_BY_NAME, "member_of": _STRING})
+LIST_QUERY_V1_4 = _query({**_BY_NAME, "member_of": _STRING, "resources": _STRING})
+LIST_QUERY_V1_14 = _query(
+    {**_BY_NAME, "member_of": _STRING, "resources": _STRING, "in_tree": _QUERY_UUID}
+)
+LIST_QUERY_V1_18 = _query(
+    {
+        **_BY_NAME,
+        "member_of": _STRING,
+        "resources": _STRING,
+        "in_tree": _QUERY_UUID,
+        "required": _STRING,
+    }
+)
+
+
+class Schemas(NamedTuple):
+    create: Schema
+    update: Schema
+    list_query: Schema
+
+
+_BY_VERSION = [
+    (mv.BASE, Schemas(CREATE_V1_0, UPDATE_V1_0, LIST_QUERY_V1_0)),
+    (mv.MEMBER_OF, Schemas(CREATE_V1_0, UPDATE_V1_0, LIST_QUERY_V1_3)),
+    (mv.RESOURCES_FILTER, Schemas(CREATE_V1_0, UPDATE_V1_0, LIST_QUERY_V1_4)),
+    (mv.NESTED_PROVIDERS, Schemas(CREATE_V1_14, UPDATE_V1_14, LIST_QUERY_V1_14)),
+    (mv.PROVIDERS_REQUIRED, Schemas(CREATE_V1_14, UPDATE_V1_14, LIST_QUERY_V1_18)),
 ]
 
 
-@functools.lru_cache(maxsize=64)  # one per microversion; callers never mutate it
-def list_query(version) -> dict:
-    properties: dict = {}
-    for since, added in _LIST_FILTERS:
-        if version >= since:
-            properties.update(added)
-    return {"type": "object", "properties": properties, "additionalProperties": False}
+def for_version(version) -> Schemas:
+    return pick(_BY_VERSION, version)

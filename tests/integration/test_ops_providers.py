@@ -1,0 +1,137 @@
+"""Provider units of work: creation, rename, (re/un)parenting and deletion, each
+refusal a fact naming the provider, in upstream's check order."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jsonschema
+import pytest
+from microversion_parse import Version
+
+from placement_svc import microversion as mv
+from placement_svc.db.exceptions import (
+    ParentProviderNotFound,
+    ProviderExists,
+    ProviderHasChildren,
+    ProviderNotFound,
+    UnknownResourceClass,
+    UnknownTrait,
+)
+from placement_svc.ops import providers as ops
+from placement_svc.ops.exceptions import (
+    ProviderIsOwnParent,
+    ProviderNameMissing,
+    ProviderTreeLoop,
+    ReparentingNotAllowed,
+    UnparentingNotAllowed,
+)
+from placement_svc.queryparams import TraitFilter
+from tests.integration.conftest import new_uuid
+
+BEFORE_REPARENTING = Version(1, 36)
+
+
+def _create(db, name, parent_uuid=None, uuid=None):
+    uuid = uuid or new_uuid()
+    return db.write(partial(ops.create, name=name, uuid=uuid, parent_uuid=parent_uuid))
+
+
+def test_create_makes_a_root_or_a_child(db):
+    root = _create(db, "root")
+    assert (root.root_uuid, root.parent_uuid, root.generation) == (root.uuid, None, 0)
+    child = _create(db, "child", parent_uuid=root.uuid)
+    assert (child.root_uuid, child.parent_uuid) == (root.uuid, root.uuid)
+
+
+def test_create_refusals_name_the_new_provider(db):
+    uuid = new_uuid()
+    with pytest.raises(ProviderNameMissing):
+        _create(db, "", uuid=uuid)
+    with pytest.raises(ProviderIsOwnParent) as own:
+        _create(db, "rp", parent_uuid=uuid, uuid=uuid)
+    assert own.value.uuid == uuid
+    missing = new_uuid()
+    with pytest.raises(ParentProviderNotFound) as orphan:
+        _create(db, "rp", parent_uuid=missing, uuid=uuid)
+    assert (orphan.value.uuid, orphan.value.parent_uuid, orphan.value.vanished) == (
+        uuid,
+        missing,
+        False,
+    )
+
+
+def test_create_reports_which_of_uuid_and_name_are_taken(db):
+    first = _create(db, "taken")
+    with pytest.raises(ProviderExists) as both:
+        _create(db, "taken", uuid=first.uuid)
+    assert (both.value.uuid, both.value.name) == (first.uuid, "taken")
+    with pytest.raises(ProviderExists) as name_only:
+        _create(db, "taken")
+    assert (name_only.value.uuid, name_only.value.name) == (None, "taken")
+
+
+def test_update_checks_the_provider_before_the_body(db):
+    with pytest.raises(ProviderNotFound):
+        db.write(partial(ops.update, uuid=new_uuid(), data={}, version=mv.MAX_VERSION))
+    rp = _create(db, "rp")
+    with pytest.raises(jsonschema.ValidationError) as invalid:
+        db.write(partial(ops.update, uuid=rp.uuid, data={}, version=mv.MAX_VERSION))
+    assert "'name' is a required property" in str(invalid.value)
+
+
+def test_moving_a_child_needs_reparenting(db):
+    root, other = _create(db, "root"), _create(db, "other")
+    child = _create(db, "child", parent_uuid=root.uuid)
+    body = {"name": "child", "parent_provider_uuid": other.uuid}
+    with pytest.raises(ReparentingNotAllowed):
+        db.write(partial(ops.update, uuid=child.uuid, data=body, version=BEFORE_REPARENTING))
+    with pytest.raises(UnparentingNotAllowed):
+        db.write(
+            partial(
+                ops.update,
+                uuid=child.uuid,
+                data={"name": "child", "parent_provider_uuid": None},
+                version=BEFORE_REPARENTING,
+            )
+        )
+    moved = db.write(partial(ops.update, uuid=child.uuid, data=body, version=mv.MAX_VERSION))
+    assert (moved.parent_uuid, moved.root_uuid) == (other.uuid, other.uuid)
+
+
+def test_a_provider_cannot_go_under_its_own_subtree(db):
+    root = _create(db, "root")
+    child = _create(db, "child", parent_uuid=root.uuid)
+    body = {"name": "root", "parent_provider_uuid": child.uuid}
+    with pytest.raises(ProviderTreeLoop) as loop:
+        db.write(partial(ops.update, uuid=root.uuid, data=body, version=mv.MAX_VERSION))
+    assert loop.value.uuid == root.uuid
+
+
+def test_a_rename_to_a_taken_name_names_the_name(db):
+    _create(db, "taken")
+    rp = _create(db, "rp")
+    with pytest.raises(ProviderExists) as taken:
+        db.write(partial(ops.update, uuid=rp.uuid, data={"name": "taken"}, version=mv.BASE))
+    assert (taken.value.uuid, taken.value.name) == (None, "taken")
+
+
+def test_delete_refuses_a_parent(db):
+    root = _create(db, "root")
+    _create(db, "child", parent_uuid=root.uuid)
+    with pytest.raises(ProviderHasChildren) as parent:
+        db.write(partial(ops.delete, uuid=root.uuid))
+    assert parent.value.uuid == root.uuid
+
+
+def test_list_names_unknown_traits_sorted_and_unknown_classes_in_order(db):
+    with pytest.raises(UnknownTrait) as traits:
+        db.read(
+            partial(
+                ops.list_filtered, required=TraitFilter([frozenset({"CUSTOM_B"})], {"CUSTOM_A"})
+            )
+        )
+    assert traits.value.names == ("CUSTOM_A", "CUSTOM_B")
+    with pytest.raises(UnknownResourceClass) as classes:
+        db.read(partial(ops.list_filtered, resources={"CUSTOM_Z": 1, "VCPU": 1, "CUSTOM_Y": 1}))
+    assert classes.value.names == ("CUSTOM_Z", "CUSTOM_Y")
