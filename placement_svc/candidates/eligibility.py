@@ -78,6 +78,7 @@ def _eligibility(found: Found, group: RequestGroup) -> Callable[[int], bool]:
     providers, traits, sharing = found.providers, found.traits, found.sharing
     aggregates = found.aggregates
     spreads = not group.same_provider
+    by_aggregate = bool(group.member_of)  # once, not once per provider
     verdicts: dict[_Key, bool] = {}
 
     def eligible(pid: int) -> bool:
@@ -85,7 +86,7 @@ def _eligibility(found: Found, group: RequestGroup) -> Callable[[int], bool]:
         if tree_root is not None and provider.root_id != tree_root:
             return False
         mine = root_aggregates = None
-        if group.member_of:
+        if by_aggregate:
             mine = aggregates.get(pid, _NONE)
             # For the unsuffixed group an aggregate on a root spans its tree:
             # the provider itself or its root must meet every member_of. A
