@@ -7,15 +7,20 @@ Each test process creates its own uniquely named database on each server,
 migrates it once, empties it between test files and drops it at exit.
 Under CI=true a server that cannot be reached fails the run instead of
 being skipped. PLACEMENT_TEST_BACKENDS=sqlite,postgresql limits the matrix.
+Tests ask for these through the ``backend`` and ``test_db`` fixtures of
+tests/conftest.py.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import tempfile
 import uuid
+from typing import NoReturn
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
@@ -42,6 +47,11 @@ def wanted_backends() -> list[str]:
     if unknown:
         raise ValueError(f"unknown backends in PLACEMENT_TEST_BACKENDS: {sorted(unknown)}")
     return chosen
+
+
+def server_backends() -> list[str]:
+    """The wanted backends with a server of their own (all but SQLite)."""
+    return [backend for backend in wanted_backends() if backend != "sqlite"]
 
 
 def server_url(backend: str) -> str:
@@ -118,3 +128,53 @@ def get(backend: str) -> TestDatabase:
     if isinstance(found, Unavailable):
         raise found
     return found
+
+
+def require(backend: str) -> TestDatabase:
+    """This process's database for ``backend``, for a test that needs it:
+    skipped when the backend is not wanted or its server is unreachable, a
+    failure under CI=true, where a missing server must not pass unseen."""
+    if backend not in wanted_backends():
+        pytest.skip(f"{backend} not in PLACEMENT_TEST_BACKENDS")
+    try:
+        return get(backend)
+    except Unavailable as exc:
+        unreachable(exc)
+
+
+def fresh(backend: str) -> TestDatabase:
+    """``require(backend)``, emptied: only the standard names in it."""
+    test_db = require(backend)
+    test_db.reset()
+    return test_db
+
+
+def unreachable(exc: Exception) -> NoReturn:
+    """Skip the test over a server that cannot be reached; fail it under CI=true."""
+    if in_ci():
+        pytest.fail(f"CI=true requires this database: {exc}", pytrace=False)
+    pytest.skip(f"database not reachable (set CI=true to require it): {exc}")
+
+
+@contextlib.contextmanager
+def empty_database_url(backend: str, directory):
+    """The URL of a new database without a schema, dropped afterwards: for
+    tests of what creates the schema (a SQLite file in ``directory``)."""
+    if backend == "sqlite":
+        yield f"sqlite:///{directory}/placement.db"
+        return
+    base = make_url(server_url(backend))
+    name = f"placement_cli_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
+        admin.dispose()
+        unreachable(Unavailable(f"{backend} at {base.render_as_string()}: {exc}"))
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
+        admin.dispose()

@@ -15,6 +15,7 @@ import os
 import tempfile
 import uuid
 
+import httpx
 from gabbi import fixture
 from oslo_policy import opts as policy_opts
 
@@ -121,26 +122,13 @@ ADMIN_HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement la
 
 
 def fresh_database(backend: str) -> databases.TestDatabase:
-    """This process's emptied database for ``backend``: skipped when the server
-    is unreachable, a failure under CI=true."""
-    import pytest
-
-    if backend not in databases.wanted_backends():
-        pytest.skip(f"{backend} not in PLACEMENT_TEST_BACKENDS")
-    try:
-        test_db = databases.get(backend)
-    except databases.Unavailable as exc:
-        if databases.in_ci():
-            raise
-        pytest.skip(str(exc))
-    test_db.reset()
-    return test_db
+    """``databases.fresh``, for tests/integration/conftest.py until it takes the
+    ``test_db`` fixture of tests/conftest.py as every other test does."""
+    return databases.fresh(backend)
 
 
 def api_client(application, headers=ADMIN_HEADERS):
     """An httpx client calling ``application`` in-process."""
-    import httpx
-
     return httpx.Client(
         transport=httpx.WSGITransport(app=application),
         base_url="http://placement.test",

@@ -116,9 +116,8 @@ def _assert_exactly_room(answers):
             assert "The requested amount would exceed the capacity" in response.text
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_sixteen_claims_on_room_for_five_give_five_successes(backend):
-    clients = _servers(fixtures.fresh_database(backend))
+def test_sixteen_claims_on_room_for_five_give_five_successes(test_db):
+    clients = _servers(test_db)
     rp_uuid = _provider(clients[0], {"VCPU": {"total": ROOM}})
 
     answers = _race(clients, [_claim({rp_uuid: {"resources": {"VCPU": 1}}})] * THREADS)
@@ -136,11 +135,10 @@ def test_sixteen_claims_on_room_for_five_give_five_successes(backend):
     }
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_claims_across_two_providers_are_all_or_nothing(backend):
+def test_claims_across_two_providers_are_all_or_nothing(test_db):
     """Each claim takes cpu from one provider and disk from another, naming them in
     either order; the cpu provider has room for five, the disk provider for all."""
-    clients = _servers(fixtures.fresh_database(backend))
+    clients = _servers(test_db)
     cpu = _provider(clients[0], {"VCPU": {"total": ROOM}})
     disk = _provider(clients[1], {"DISK_GB": {"total": 100 * THREADS}})
     forward = {cpu: {"resources": {"VCPU": 1}}, disk: {"resources": {"DISK_GB": 100}}}
@@ -156,11 +154,10 @@ def test_claims_across_two_providers_are_all_or_nothing(backend):
     assert disk_usage == {"DISK_GB": 100 * ROOM}
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_one_new_consumer_claimed_by_many_at_once_is_created_once(backend):
+def test_one_new_consumer_claimed_by_many_at_once_is_created_once(test_db):
     """All say consumer_generation null: one wins, the rest are told the consumer
     changed (409 placement.concurrent_update, never retried by the server)."""
-    clients = _servers(fixtures.fresh_database(backend))
+    clients = _servers(test_db)
     rp_uuid = _provider(clients[0], {"VCPU": {"total": 100}})
     consumer = str(uuid.uuid4())
     barrier = threading.Barrier(THREADS)
@@ -207,9 +204,7 @@ class _ConflictingDatabase:
         return self.db.write(fn)
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_a_provider_conflict_is_retried_up_to_the_configured_count(backend):
-    test_db = fixtures.fresh_database(backend)
+def test_a_provider_conflict_is_retried_up_to_the_configured_count(test_db):
     db = _ConflictingDatabase(Database(_engine(test_db.url)))
     conf = fixtures.make_conf(**{"placement.allocation_conflict_retry_count": 3})
     client = fixtures.api_client(app.create_app(conf, db))
@@ -251,9 +246,8 @@ def _bump_before_our_update(engine, other: sa.engine.Engine, rp_uuid: str, times
     return remaining
 
 
-@pytest.mark.parametrize("backend", [b for b in databases.wanted_backends() if b != "sqlite"])
-def test_a_real_provider_conflict_is_retried_then_refused(backend):
-    test_db = fixtures.fresh_database(backend)
+@pytest.mark.parametrize("backend", databases.server_backends(), indirect=True)
+def test_a_real_provider_conflict_is_retried_then_refused(test_db):
     engine = _engine(test_db.url)
     other = _engine(test_db.url)
     conf = fixtures.make_conf(**{"placement.allocation_conflict_retry_count": 2})
@@ -275,12 +269,10 @@ def test_a_real_provider_conflict_is_retried_then_refused(backend):
     assert client.get(f"/resource_providers/{rp_uuid}/usages").json()["usages"] == {"VCPU": 1}
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_incomplete_consumers_get_the_configured_project_and_user(backend):
+def test_incomplete_consumers_get_the_configured_project_and_user(test_db):
     """Not about concurrency: the one allocation behaviour that needs a
     configuration the gabbi fixture does not set. Before 1.8 a consumer
     carries no owner; it gets [placement] incomplete_consumer_*_id."""
-    test_db = fixtures.fresh_database(backend)
     conf = fixtures.make_conf(
         **{
             "placement.incomplete_consumer_project_id": "legacy-project",

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 from sqlalchemy import event
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import databases, fixtures
+from tests.functional import fixtures
 
 QUERIES = [
     "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10",
@@ -63,8 +62,8 @@ def _build(client, hosts: int, agg: str) -> None:
             provider(f"host{index}-numa{numa}", parent=host, inventory={"VCPU": 8})
 
 
-def _statements(backend, hosts):
-    test_db = fixtures.fresh_database(backend)
+def _statements(test_db, hosts):
+    test_db.reset()
     engine = create_engine(test_db.url)
     client = fixtures.api_client(app.create_app(fixtures.make_conf(), Database(engine)))
     agg = str(uuid.uuid4())
@@ -88,9 +87,8 @@ def _statements(backend, hosts):
     return counts
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_statement_count_does_not_grow_with_providers(backend):
-    small = _statements(backend, hosts=4)
-    large = _statements(backend, hosts=40)
+def test_statement_count_does_not_grow_with_providers(test_db):
+    small = _statements(test_db, hosts=4)
+    large = _statements(test_db, hosts=40)
     assert small == large
     assert max(large) <= 15

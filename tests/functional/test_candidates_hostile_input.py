@@ -13,13 +13,12 @@ from __future__ import annotations
 import pytest
 
 from placement_svc import app
-from tests.functional import databases, fixtures
+from tests.functional import fixtures
 
 CN = "cc000001-0000-0000-0000-000000000000"
 
 
-def _client(backend):
-    test_db = fixtures.fresh_database(backend)
+def _client(test_db):
     client = fixtures.api_client(app.create_app(fixtures.make_conf(), test_db.db))
     assert client.post("/resource_providers", json={"name": "cn", "uuid": CN}).status_code == 200
     inventory = {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}}}
@@ -39,19 +38,14 @@ NAMES = {
     "granular trait": "resources_A=VCPU:1&required_A=%00",
 }
 CASES = [
-    pytest.param(backend, f"resources=VCPU:{amount}", 200, id=f"{backend}-amount {label}")
-    for backend in databases.ALL_BACKENDS
+    pytest.param(f"resources=VCPU:{amount}", 200, id=f"amount {label}")
     for label, amount in AMOUNTS.items()
-] + [
-    pytest.param(backend, qs, 400, id=f"{backend}-NUL in {label}")
-    for backend in databases.ALL_BACKENDS
-    for label, qs in NAMES.items()
-]
+] + [pytest.param(qs, 400, id=f"NUL in {label}") for label, qs in NAMES.items()]
 
 
-@pytest.mark.parametrize(("backend", "qs", "status"), CASES)
-def test_hostile_values_never_give_a_500(backend, qs, status):
-    response = _client(backend).get(f"/allocation_candidates?{qs}")
+@pytest.mark.parametrize(("qs", "status"), CASES)
+def test_hostile_values_never_give_a_500(test_db, qs, status):
+    response = _client(test_db).get(f"/allocation_candidates?{qs}")
     assert response.status_code == status, response.text
     if status == 200:
         assert response.json() == {"allocation_requests": [], "provider_summaries": {}}

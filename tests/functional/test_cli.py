@@ -25,7 +25,6 @@ import uuid
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 from placement_svc.db import migration
 from tests.functional import databases
@@ -112,30 +111,11 @@ def serving(tmp_path, conf_path, *extra, path="/"):
                 server.kill()
 
 
-@pytest.fixture(params=databases.wanted_backends())
-def database_url(request, tmp_path):
+@pytest.fixture
+def database_url(backend, tmp_path):
     """The URL of a new, empty database on each backend of the matrix."""
-    backend = request.param
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path}/placement.db"
-        return
-    base = make_url(databases.server_url(backend))
-    name = f"placement_cli_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
-        admin.dispose()
-        if databases.in_ci():
-            raise
-        pytest.skip(f"{backend} not reachable (set CI=true to require it): {exc}")
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
-        admin.dispose()
+    with databases.empty_database_url(backend, tmp_path) as url:
+        yield url
 
 
 class TestDatabaseCommands:

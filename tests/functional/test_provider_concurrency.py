@@ -13,11 +13,10 @@ import threading
 import uuid
 
 import httpx
-import pytest
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import databases, fixtures
+from tests.functional import fixtures
 
 THREADS = 8
 ROUNDS = 5
@@ -60,9 +59,7 @@ def _race(clients, rp_uuid, generation) -> list[httpx.Response]:
     return answers
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_one_winner_per_round_of_inventory_writers(backend):
-    test_db = fixtures.fresh_database(backend)
+def test_one_winner_per_round_of_inventory_writers(test_db):
     clients = _clients(test_db)
     rp_uuid = str(uuid.uuid4())
     created = clients[0].post("/resource_providers", json={"name": "cn", "uuid": rp_uuid})

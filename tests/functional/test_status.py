@@ -14,11 +14,9 @@ from __future__ import annotations
 import json
 import uuid
 
-import pytest
 import sqlalchemy as sa
 
 from placement_svc.db import migration, tables
-from tests.functional import databases, fixtures
 from tests.functional.test_cli import assert_one_line_error, run, write_conf
 
 SUCCESS, WARNING, FAILURE = 0, 1, 2
@@ -30,15 +28,6 @@ CHECKS = [
     "Policy File JSON to YAML Migration",
 ]
 INCOMPLETE_ID = "00000000-0000-0000-0000-000000000000"
-
-
-@pytest.fixture(params=databases.wanted_backends())
-def test_db(request):
-    """This process's database on each backend: at the latest schema, no data
-    but the standard names; emptied again afterwards for the next user."""
-    test_db = fixtures.fresh_database(request.param)
-    yield test_db
-    test_db.reset()
 
 
 def check(tmp_path, url):

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
-
 from placement_svc import app
-from tests.functional import databases, fixtures
+from tests.functional import fixtures
 
 CREATED = ["CUSTOM_ZULU", "CUSTOM_ALPHA", "CUSTOM_MIKE"]  # in this order, not by name
 BY_NAME = {"sqlite": True, "mysql": True, "postgresql": False}
 
 
-def _client(backend):
-    test_db = fixtures.fresh_database(backend)
+def _client(test_db):
     client = fixtures.api_client(app.create_app(fixtures.make_conf(), test_db.db))
     for name in CREATED:
         assert client.put(f"/traits/{name}").status_code == 201
@@ -39,17 +36,15 @@ def _lookup_order(backend, names):
     return sorted(names, key=age.index)
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_name_in_lists_in_the_backends_lookup_order(backend):
-    client = _client(backend)
+def test_name_in_lists_in_the_backends_lookup_order(backend, test_db):
+    client = _client(test_db)
     asked = ["CUSTOM_MIKE", "HW_NUMA_ROOT", "CUSTOM_ZULU", "CUSTOM_ALPHA", "CUSTOM_NONE"]
     listed = client.get("/traits", params={"name": "in:" + ",".join(asked)}).json()["traits"]
     assert listed == _lookup_order(backend, asked[:4])
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_trait_put_answers_in_the_backends_lookup_order(backend):
-    client = _client(backend)
+def test_trait_put_answers_in_the_backends_lookup_order(backend, test_db):
+    client = _client(test_db)
     rp = str(uuid.uuid4())
     assert client.post("/resource_providers", json={"name": "cn", "uuid": rp}).status_code == 200
     body = {"resource_provider_generation": 0, "traits": ["CUSTOM_MIKE", "HW_NUMA_ROOT"]}
@@ -62,12 +57,11 @@ def test_trait_put_answers_in_the_backends_lookup_order(backend):
     assert listed == ["HW_NUMA_ROOT", "CUSTOM_ZULU", "CUSTOM_MIKE"]
 
 
-@pytest.mark.parametrize("backend", databases.wanted_backends())
-def test_name_in_with_associated_keeps_the_lookup_order(backend):
+def test_name_in_with_associated_keeps_the_lookup_order(backend, test_db):
     """Upstream's SQLite and MySQL still read the name index here. Its
     PostgreSQL makes the list distinct by hashing, an order no rule gives, so
     id order stands in for it."""
-    client = _client(backend)
+    client = _client(test_db)
     rp = str(uuid.uuid4())
     assert client.post("/resource_providers", json={"name": "cn", "uuid": rp}).status_code == 200
     held = ["CUSTOM_MIKE", "CUSTOM_ZULU", "HW_NUMA_ROOT"]
