@@ -4,8 +4,10 @@
 #
 #   make serve              the API on http://127.0.0.1:8778 (SQLite, noauth2)
 #   make serve ARGS='--workers 4 --config-file /etc/placement/placement.conf'
-#   make test               the whole suite: ruff check, then pytest
+#   make test               the whole suite: ruff check and ruff format --check,
+#                           then pytest (slow tests included)
 #   make test PYTEST_ARGS='-k traits'
+#   make test PYTEST_ARGS='-n 2 --dist loadscope -m "not slow"'
 #   make lint               ruff check and ruff format --check
 #   make format             ruff format, ruff check --fix
 #   make genconfig          regenerate etc/placement.conf.sample
@@ -28,8 +30,7 @@ $(STAMP): pyproject.toml
 serve: $(STAMP)
 	$(BIN)/placement-svc serve $(ARGS)
 
-test: $(STAMP)
-	$(BIN)/ruff check .
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
