@@ -1,66 +1,133 @@
 """/resource_providers/{uuid}/inventories[/{resource_class}].
 
-Checks run in upstream's order: the media type, the provider (404), the
-body's schema (400), the generation (409), capacity (400), then the
-resource class, so a request with several faults gets upstream's answer.
+The checks and their order are the units of work's (ops/inventories.py);
+here the facts they report get upstream's words, which differ per handler.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 from placement_svc import errors, web
 from placement_svc import microversion as mv
-from placement_svc.api.wording import concurrent_update, no_provider
-from placement_svc.db import inventories as store
-from placement_svc.db import names, providers
-from placement_svc.db.exceptions import ConcurrentUpdate, ProviderNotFound
+from placement_svc.api.wording import (
+    concurrent_update,
+    inventory_in_use,
+    no_provider,
+    provider_changed,
+)
+from placement_svc.db.exceptions import (
+    ConcurrentUpdate,
+    InventoryInUse,
+    ProviderNotFound,
+    UnknownResourceClass,
+)
+from placement_svc.ops import inventories as ops
+from placement_svc.ops.exceptions import (
+    InvalidInventory,
+    InventoryExists,
+    InventoryNotFound,
+    ProviderGenerationMismatch,
+)
 from placement_svc.policies import inventories as policies
-from placement_svc.schemas import inventory as schema
 
 
-def _provider(conn, uuid):
-    try:
-        return providers.get(conn, uuid)
-    except ProviderNotFound:
-        raise errors.NotFound(no_provider(uuid)) from None
+def _words(fact: Exception, action: str, uuid: str, rc: str = "") -> errors.PlacementError | None:
+    """Upstream's answer to what the inventory units of work report.
 
-
-def _provider_for_read(conn, uuid):
-    """The GET handlers word their 404 as upstream's do, the cause repeated."""
-    try:
-        return providers.get(conn, uuid)
-    except ProviderNotFound:
-        raise errors.NotFound(f"{no_provider(uuid)} : {no_provider(uuid)}") from None
-
-
-def _changed_meanwhile(fact: Exception):
-    """Until the inventory family's own mapping: a lost generation race."""
-    if isinstance(fact, ConcurrentUpdate):
-        return concurrent_update(fact.uuid)
+    ``action`` names the handler (list, show, replace_all, create, update,
+    delete, delete_all); ``uuid`` and ``rc`` are the URL's.
+    """
+    if action == "delete":
+        return _delete_words(fact, uuid, rc)
+    match fact:
+        case ProviderNotFound() if action in ("list", "show"):
+            # The GET handlers word their 404 as upstream's do, the cause repeated.
+            return errors.NotFound(f"{no_provider(uuid)} : {no_provider(uuid)}")
+        case ProviderNotFound():
+            return errors.NotFound(no_provider(uuid))
+        case InventoryNotFound() if action == "show":
+            return errors.NotFound(f"No inventory of class {rc} for {uuid}")
+        case InventoryNotFound():
+            return errors.BadRequest(
+                "No inventory record with resource class for resource provider "
+                f"{uuid}: No inventory of class {rc} found."
+            )
+        case ProviderGenerationMismatch():
+            return errors.Conflict(
+                "resource provider generation conflict", code=errors.CONCURRENT_UPDATE
+            )
+        case InvalidInventory(rp_uuid, invalid_rc, zero_allowed):
+            comparison = "greater than" if zero_allowed else "greater than or equal to"
+            doing = "create" if action == "create" else "update"
+            return errors.BadRequest(
+                f"Unable to {doing} inventory for resource provider {rp_uuid}: Invalid "
+                f"inventory for '{invalid_rc}' on resource provider '{rp_uuid}'. The reserved "
+                f"value is {comparison} total."
+            )
+        case InventoryExists(_uuid, existing_rc):
+            return errors.Conflict(
+                f"Update conflict: Inventory for '{existing_rc}' on resource provider "
+                f"'{uuid}' already exists.",
+                code=errors.CONCURRENT_UPDATE,
+            )
+        case UnknownResourceClass(names):
+            return _unknown_class(action, uuid, f"No such resource class {names[0]}.")
+        case InventoryInUse(rp_uuid, classes) if action == "delete_all":
+            return errors.Conflict(inventory_in_use(rp_uuid, classes), code=errors.INVENTORY_INUSE)
+        case InventoryInUse(rp_uuid, classes):
+            return errors.Conflict(
+                f"update conflict: {inventory_in_use(rp_uuid, classes)}",
+                code=errors.INVENTORY_INUSE,
+            )
+        case ConcurrentUpdate() if action == "delete_all":
+            return errors.Conflict(
+                f"Unable to delete inventory for resource provider {uuid} because the "
+                "inventory was updated by another process. Please retry your request.",
+                code=errors.CONCURRENT_UPDATE,
+            )
+        case ConcurrentUpdate(rp_uuid):
+            return concurrent_update(rp_uuid)
     return None
 
 
-def _check_capacity(req, provider, inventories, action: str) -> None:
-    """Upstream's rule, on capacity = int((total - reserved) * allocation_ratio):
-    it must be positive before 1.26 and may be zero from 1.26 (reserved ==
-    total, or allocation_ratio 0, is then accepted)."""
-    allow_zero = web.version(req) >= mv.RESERVED_EQUALS_TOTAL
-    for inv in inventories:
-        if inv.capacity > 0 or (allow_zero and inv.capacity == 0):
-            continue
-        comparison = "greater than" if allow_zero else "greater than or equal to"
-        raise errors.BadRequest(
-            f"Unable to {action} inventory for resource provider {provider.uuid}: Invalid "
-            f"inventory for '{inv.resource_class}' on resource provider "
-            f"'{provider.uuid}'. The reserved value is {comparison} total."
+def _unknown_class(action: str, uuid: str, cause: str) -> errors.PlacementError:
+    if action == "update":
+        return errors.NotFound(cause)
+    if action == "create":
+        return errors.BadRequest(
+            f"Unable to create inventory for resource provider {uuid}: {cause}"
         )
+    return errors.BadRequest(
+        f"Unknown resource class in inventory for resource provider {uuid}: {cause}"
+    )
 
 
-def _stale(uuid):
-    return errors.Conflict("resource provider generation conflict", code=errors.CONCURRENT_UPDATE)
+def _delete_words(fact: Exception, uuid: str, rc: str) -> errors.PlacementError | None:
+    """DELETE of one class: a missing one says why; a conflict, in use or
+    changed meanwhile, is placement.concurrent_update either way, as upstream."""
+    match fact:
+        case ProviderNotFound():
+            return errors.NotFound(no_provider(uuid))
+        case InventoryNotFound():
+            return _not_found_for_delete(rc, f"No inventory of class {rc} found for delete")
+        case UnknownResourceClass():
+            return _not_found_for_delete(rc, f"No such resource class {rc}.")
+        case InventoryInUse(rp_uuid, classes):
+            return _cannot_delete(rc, inventory_in_use(rp_uuid, classes))
+        case ConcurrentUpdate(rp_uuid):
+            return _cannot_delete(rc, provider_changed(rp_uuid))
+    return None
 
 
-def _find(inventories, resource_class):
-    return next((inv for inv in inventories if inv.resource_class == resource_class), None)
+def _not_found_for_delete(rc: str, cause: str) -> errors.NotFound:
+    return errors.NotFound(f"No inventory of class {rc} found for delete: {cause}")
+
+
+def _cannot_delete(rc: str, cause: str) -> errors.Conflict:
+    return errors.Conflict(
+        f"Unable to delete inventory of class {rc}: {cause}", code=errors.CONCURRENT_UPDATE
+    )
 
 
 class Inventories:
@@ -88,84 +155,35 @@ class Inventories:
     def list(self, req, resp, uuid):
         web.check_accept(req)
         req.context.placement.can(policies.LIST)
-
-        def read(conn):
-            provider = _provider_for_read(conn, uuid)
-            return provider, store.list_for(conn, provider.id)
-
-        provider, found = self.db.read(read)
-        self._send_all(req, resp, provider.generation, found)
+        with web.answering(_words, "list", uuid):
+            generation, found = self.db.read(partial(ops.list_for, uuid=uuid))
+        self._send_all(req, resp, generation, found)
 
     def show(self, req, resp, uuid, resource_class):
         web.check_accept(req)
         req.context.placement.can(policies.SHOW)
-
-        def read(conn):
-            provider = _provider_for_read(conn, uuid)
-            inv = _find(store.list_for(conn, provider.id), resource_class)
-            if inv is None:
-                raise errors.NotFound(f"No inventory of class {resource_class} for {uuid}")
-            return provider, inv
-
-        provider, inv = self.db.read(read)
-        self._send_one(req, resp, provider.generation, inv)
+        with web.answering(_words, "show", uuid, resource_class):
+            generation, inv = self.db.read(
+                partial(ops.show, uuid=uuid, resource_class=resource_class)
+            )
+        self._send_one(req, resp, generation, inv)
 
     def replace_all(self, req, resp, uuid):
         web.require_json(req)
         req.context.placement.can(policies.UPDATE)
-        data = web.read_json(req)
-
-        def write(conn):
-            provider = _provider(conn, uuid)
-            web.validate(data, schema.REPLACE_ALL)
-            if data["resource_provider_generation"] != provider.generation:
-                raise _stale(uuid)
-            wanted = [store.with_defaults(rc, rec) for rc, rec in data["inventories"].items()]
-            _check_capacity(req, provider, wanted, "update")
-            generation = store.replace(
-                conn,
-                provider,
-                wanted,
-                unknown_class_message=lambda m: (
-                    f"Unknown resource class in inventory for resource provider {uuid}: {m}"
-                ),
-            )
-            return generation, store.list_for(conn, provider.id)
-
-        with web.answering(_changed_meanwhile):
-            generation, found = self.db.write(write)
+        work = partial(
+            ops.replace_all, uuid=uuid, data=web.read_json(req), version=web.version(req)
+        )
+        with web.answering(_words, "replace_all", uuid):
+            generation, found = self.db.write(work)
         self._send_all(req, resp, generation, found)
 
     def create(self, req, resp, uuid):
-        """POST one class; the body's generation, when given, is not checked (as upstream)."""
         web.require_json(req)
         req.context.placement.can(policies.CREATE)
-        data = web.read_json(req)
-
-        def write(conn):
-            provider = _provider(conn, uuid)
-            web.validate(data, schema.CREATE)
-            new = store.with_defaults(data["resource_class"], data)
-            _check_capacity(req, provider, [new], "create")
-            current = store.list_for(conn, provider.id)
-            if _find(current, new.resource_class) is not None:
-                raise errors.Conflict(
-                    f"Update conflict: Inventory for '{new.resource_class}' on resource "
-                    f"provider '{uuid}' already exists.",
-                    code=errors.CONCURRENT_UPDATE,
-                )
-            generation = store.replace(
-                conn,
-                provider,
-                current + [new],
-                unknown_class_message=lambda m: (
-                    f"Unable to create inventory for resource provider {uuid}: {m}"
-                ),
-            )
-            return generation, _find(store.list_for(conn, provider.id), new.resource_class)
-
-        with web.answering(_changed_meanwhile):
-            generation, inv = self.db.write(write)
+        work = partial(ops.create, uuid=uuid, data=web.read_json(req), version=web.version(req))
+        with web.answering(_words, "create", uuid):
+            generation, inv = self.db.write(work)
         resp.set_header(
             "Location",
             web.location(req, f"/resource_providers/{uuid}/inventories/{inv.resource_class}"),
@@ -175,65 +193,21 @@ class Inventories:
     def update(self, req, resp, uuid, resource_class):
         web.require_json(req)
         req.context.placement.can(policies.UPDATE)
-        data = web.read_json(req)
-
-        def write(conn):
-            provider = _provider(conn, uuid)
-            web.validate(data, schema.UPDATE_ONE)
-            if data["resource_provider_generation"] != provider.generation:
-                raise _stale(uuid)
-            changed = store.with_defaults(resource_class, data)
-            _check_capacity(req, provider, [changed], "update")
-            if not names.resource_class_ids(conn, [resource_class]):
-                raise errors.NotFound(f"No such resource class {resource_class}.")
-            current = store.list_for(conn, provider.id)
-            if _find(current, resource_class) is None:
-                raise errors.BadRequest(
-                    "No inventory record with resource class for resource provider "
-                    f"{uuid}: No inventory of class {resource_class} found."
-                )
-            others = [inv for inv in current if inv.resource_class != resource_class]
-            generation = store.replace(conn, provider, others + [changed])
-            return generation, _find(store.list_for(conn, provider.id), resource_class)
-
-        with web.answering(_changed_meanwhile):
-            generation, inv = self.db.write(write)
+        work = partial(
+            ops.update_one,
+            uuid=uuid,
+            resource_class=resource_class,
+            data=web.read_json(req),
+            version=web.version(req),
+        )
+        with web.answering(_words, "update", uuid, resource_class):
+            generation, inv = self.db.write(work)
         self._send_one(req, resp, generation, inv)
 
     def delete(self, req, resp, uuid, resource_class):
         req.context.placement.can(policies.DELETE)
-
-        def write(conn):
-            provider = _provider(conn, uuid)
-            current = store.list_for(conn, provider.id)
-            if _find(current, resource_class) is None:
-                known = names.resource_class_ids(conn, [resource_class])
-                cause = (
-                    f"No inventory of class {resource_class} found for delete"
-                    if known
-                    else f"No such resource class {resource_class}."
-                )
-                raise errors.NotFound(
-                    f"No inventory of class {resource_class} found for delete: {cause}"
-                )
-            others = [inv for inv in current if inv.resource_class != resource_class]
-            try:
-                store.replace(conn, provider, others)
-            except ConcurrentUpdate as fact:
-                raise errors.Conflict(
-                    f"Unable to delete inventory of class {resource_class}: "
-                    f"{concurrent_update(fact.uuid).message}",
-                    code=errors.CONCURRENT_UPDATE,
-                ) from None
-            except errors.Conflict as exc:
-                # In use, or changed meanwhile: upstream codes both concurrent_update.
-                raise errors.Conflict(
-                    f"Unable to delete inventory of class {resource_class}: "
-                    f"{exc.message.removeprefix('update conflict: ')}",
-                    code=errors.CONCURRENT_UPDATE,
-                ) from None
-
-        self.db.write(write)
+        with web.answering(_words, "delete", uuid, resource_class):
+            self.db.write(partial(ops.delete_one, uuid=uuid, resource_class=resource_class))
         web.no_content(resp)
 
     def delete_all(self, req, resp, uuid):
@@ -242,22 +216,6 @@ class Inventories:
                 req.method, web.version_hint(req, mv.DELETE_INVENTORIES, "This method")
             )
         req.context.placement.can(policies.DELETE)
-
-        def write(conn):
-            provider = _provider(conn, uuid)
-            try:
-                store.replace(conn, provider, [])
-            except (errors.Conflict, ConcurrentUpdate) as exc:
-                if getattr(exc, "code", None) == errors.INVENTORY_INUSE:
-                    raise errors.Conflict(
-                        exc.message.removeprefix("update conflict: "),
-                        code=errors.INVENTORY_INUSE,
-                    ) from None
-                raise errors.Conflict(
-                    f"Unable to delete inventory for resource provider {uuid} because the "
-                    "inventory was updated by another process. Please retry your request.",
-                    code=errors.CONCURRENT_UPDATE,
-                ) from None
-
-        self.db.write(write)
+        with web.answering(_words, "delete_all", uuid):
+            self.db.write(partial(ops.delete_all, uuid=uuid))
         web.no_content(resp)

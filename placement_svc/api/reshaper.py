@@ -21,8 +21,10 @@ import re
 from placement_svc import errors, web
 from placement_svc import microversion as mv
 from placement_svc.api.allocation_writes import incomplete_ids, wanted_for, write_retrying
+from placement_svc.api.wording import inventory_in_use
 from placement_svc.db import allocations as store
 from placement_svc.db import capacity, inventories, providers, tables
+from placement_svc.db.exceptions import InventoryInUse, UnknownResourceClass
 from placement_svc.policies import reshaper as policies
 from placement_svc.schemas import reshaper as schema
 
@@ -88,6 +90,15 @@ class Reshaper:
             write_retrying(self.db, self.conf, write, prefix="update conflict")
         except store.UnknownResourceClass as exc:
             raise errors.BadRequest(_malformed(exc.message)) from None
+        except UnknownResourceClass as fact:
+            raise errors.BadRequest(
+                _malformed(f"No such resource class {fact.names[0]}.")
+            ) from None
+        except InventoryInUse as fact:
+            raise errors.Conflict(
+                f"update conflict: {inventory_in_use(fact.uuid, fact.resource_classes)}",
+                code=errors.INVENTORY_INUSE,
+            ) from None
         except capacity.InvalidAllocation as exc:
             raise errors.Conflict(f"Unable to allocate inventory: {exc.message}") from None
         web.no_content(resp)
@@ -124,6 +135,5 @@ def _replace_inventory(conn, provider, wanted) -> providers.Provider:
         provider,
         wanted,
         seen_generation=provider.generation,
-        unknown_class_message=_malformed,
     )
     return dataclasses.replace(provider, generation=generation)

@@ -10,13 +10,16 @@ def no_provider(uuid: str) -> str:
     return f"No resource provider with uuid {uuid} found"
 
 
-def concurrent_update(uuid: str) -> errors.Conflict:
+def provider_changed(uuid: str) -> str:
     """Another writer moved the provider's generation between our read and our write."""
-    return errors.Conflict(
+    return (
         "Another thread concurrently updated the resource provider data. Please "
-        f"retry your update (resource provider {uuid})",
-        code=errors.CONCURRENT_UPDATE,
+        f"retry your update (resource provider {uuid})"
     )
+
+
+def concurrent_update(uuid: str) -> errors.Conflict:
+    return errors.Conflict(provider_changed(uuid), code=errors.CONCURRENT_UPDATE)
 
 
 def generation_changed() -> errors.Conflict:
@@ -26,3 +29,9 @@ def generation_changed() -> errors.Conflict:
         "generation and try again.",
         code=errors.CONCURRENT_UPDATE,
     )
+
+
+def inventory_in_use(uuid: str, resource_classes: tuple[str, ...]) -> str:
+    """Allocations hold classes a write would take the inventory of away."""
+    listed = ", ".join(resource_classes)
+    return f"Inventory for '{listed}' on resource provider '{uuid}' in use."

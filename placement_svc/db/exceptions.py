@@ -120,3 +120,15 @@ class ConcurrentUpdate(DomainError):
     """Another writer changed the provider (its generation) first."""
 
     uuid: str
+
+
+# Inventories
+
+
+@dataclass(eq=False)
+class InventoryInUse(DomainError):
+    """Allocations hold the classes whose inventory a write would remove
+    (in class id order, as upstream lists them)."""
+
+    uuid: str
+    resource_classes: tuple[str, ...]

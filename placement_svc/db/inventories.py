@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc import errors
 from placement_svc.db import names, tables
+from placement_svc.db.exceptions import InventoryInUse, UnknownResourceClass
 from placement_svc.db.providers import Provider, bump_generation
 
 LOG = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class Inventory:
         return int((self.total - self.reserved) * self.allocation_ratio)
 
     @property
-    def modified(self):
+    def modified(self) -> datetime.datetime | None:
         return self.updated_at or self.created_at
 
     def fields(self) -> dict:
@@ -91,21 +91,18 @@ def replace(
     provider: Provider,
     wanted: list[Inventory],
     seen_generation: int | None = None,
-    unknown_class_message=None,
 ) -> int:
     """Make the provider's inventory exactly ``wanted``; returns the new generation.
 
-    Deleting a class that has allocations is refused (409
-    placement.inventory.inuse); shrinking below current usage is allowed
-    with a warning, as upstream allows it.
+    Removing a class that has allocations is refused (InventoryInUse);
+    shrinking below current usage is allowed with a warning, as upstream
+    allows it. The generation must still be ``seen_generation`` (default:
+    as read), or ConcurrentUpdate.
     """
     rc_ids = names.resource_class_ids(conn, (inv.resource_class for inv in wanted))
-    for inv in wanted:
-        if inv.resource_class not in rc_ids:
-            message = f"No such resource class {inv.resource_class}."
-            raise errors.BadRequest(
-                unknown_class_message(message) if unknown_class_message else message
-            )
+    unknown = tuple(inv.resource_class for inv in wanted if inv.resource_class not in rc_ids)
+    if unknown:
+        raise UnknownResourceClass(unknown)
     current = {
         row.resource_class_id: row
         for row in conn.execute(sa.select(INV).where(INV.c.resource_provider_id == provider.id))
@@ -116,12 +113,7 @@ def replace(
     busy = [rc_id for rc_id in removed if used.get(rc_id)]
     if busy:
         class_names = names.resource_class_names(conn, busy)
-        listed = ", ".join(class_names[rc_id] for rc_id in sorted(busy))  # by id, as upstream
-        raise errors.Conflict(
-            f"update conflict: Inventory for '{listed}' on "
-            f"resource provider '{provider.uuid}' in use.",
-            code=errors.INVENTORY_INUSE,
-        )
+        raise InventoryInUse(provider.uuid, tuple(class_names[rc_id] for rc_id in sorted(busy)))
     generation = bump_generation(conn, provider, seen_generation)
     if removed:
         conn.execute(

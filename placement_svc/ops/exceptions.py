@@ -64,3 +64,25 @@ class ProviderGenerationMismatch(DomainError):
     uuid: str
     actual: int
     given: int | None
+
+
+@dataclass(eq=False)
+class InvalidInventory(DomainError):
+    """The inventory leaves no capacity: (total - reserved) * allocation_ratio
+    must be positive, or from 1.26 may be zero (``zero_allowed``)."""
+
+    uuid: str
+    resource_class: str
+    zero_allowed: bool
+
+
+@dataclass(eq=False)
+class InventoryExists(DomainError):
+    uuid: str
+    resource_class: str
+
+
+@dataclass(eq=False)
+class InventoryNotFound(DomainError):
+    uuid: str
+    resource_class: str

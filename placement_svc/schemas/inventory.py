@@ -1,4 +1,9 @@
-"""Schemas for inventories."""
+"""Schemas for inventories (the same at every version)."""
+
+from typing import NamedTuple
+
+from placement_svc import microversion as mv
+from placement_svc.schemas.common import Schema, pick
 
 MAX_INT = 2147483647
 # The largest single-precision float; allocation_ratio is stored as a float.
@@ -16,7 +21,7 @@ FIELDS = {
 GENERATION = {"type": "integer"}
 RESOURCE_CLASS = {"type": "string", "pattern": "^[A-Z0-9_]+$"}
 
-# One inventory record inside PUT .../inventories
+# One inventory record inside PUT .../inventories (and POST /reshaper)
 RECORD = {
     "type": "object",
     "properties": {"resource_provider_generation": GENERATION, **FIELDS},
@@ -25,34 +30,53 @@ RECORD = {
 }
 
 # POST .../inventories
-CREATE = {
-    "type": "object",
-    "properties": {
-        "resource_class": RESOURCE_CLASS,
-        "resource_provider_generation": GENERATION,
-        **FIELDS,
-    },
-    "required": ["total", "resource_class"],
-    "additionalProperties": False,
-}
+CREATE = Schema(
+    {
+        "type": "object",
+        "properties": {
+            "resource_class": RESOURCE_CLASS,
+            "resource_provider_generation": GENERATION,
+            **FIELDS,
+        },
+        "required": ["total", "resource_class"],
+        "additionalProperties": False,
+    }
+)
 
 # PUT .../inventories/{resource_class}
-UPDATE_ONE = {
-    "type": "object",
-    "properties": {"resource_provider_generation": GENERATION, **FIELDS},
-    "required": ["total", "resource_provider_generation"],
-    "additionalProperties": False,
-}
+UPDATE_ONE = Schema(
+    {
+        "type": "object",
+        "properties": {"resource_provider_generation": GENERATION, **FIELDS},
+        "required": ["total", "resource_provider_generation"],
+        "additionalProperties": False,
+    }
+)
 
 # PUT .../inventories
-REPLACE_ALL = {
-    "type": "object",
-    "properties": {
-        "resource_provider_generation": GENERATION,
-        # Any key is taken as a class name (an unknown one is refused by name
-        # when looked up, as upstream does), every record checked alike.
-        "inventories": {"type": "object", "additionalProperties": RECORD},
-    },
-    "required": ["resource_provider_generation", "inventories"],
-    "additionalProperties": False,
-}
+REPLACE_ALL = Schema(
+    {
+        "type": "object",
+        "properties": {
+            "resource_provider_generation": GENERATION,
+            # Any key is taken as a class name (an unknown one is refused by name
+            # when looked up, as upstream does), every record checked alike.
+            "inventories": {"type": "object", "additionalProperties": RECORD},
+        },
+        "required": ["resource_provider_generation", "inventories"],
+        "additionalProperties": False,
+    }
+)
+
+
+class Schemas(NamedTuple):
+    create: Schema
+    update_one: Schema
+    replace_all: Schema
+
+
+_BY_VERSION = [(mv.BASE, Schemas(CREATE, UPDATE_ONE, REPLACE_ALL))]
+
+
+def for_version(version) -> Schemas:
+    return pick(_BY_VERSION, version)

@@ -64,3 +64,29 @@ def add_provider(db: Database, inventory: dict[str, int] | None = None, **column
 
     db.write(write)
     return rp_uuid
+
+
+def add_allocation(db: Database, rp_uuid: str, resources: dict[str, int]) -> str:
+    """Allocation rows of a new consumer on the provider (no consumer row: the
+    rows alone are what makes inventory in use); the consumer's uuid."""
+    consumer_uuid = new_uuid()
+
+    def write(conn):
+        rp = tables.resource_providers
+        rp_id = conn.execute(sa.select(rp.c.id).where(rp.c.uuid == rp_uuid)).scalar_one()
+        ids = names.resource_class_ids(conn, resources)
+        conn.execute(
+            sa.insert(tables.allocations),
+            [
+                {
+                    "resource_provider_id": rp_id,
+                    "resource_class_id": ids[rc],
+                    "consumer_id": consumer_uuid,
+                    "used": used,
+                }
+                for rc, used in resources.items()
+            ],
+        )
+
+    db.write(write)
+    return consumer_uuid
