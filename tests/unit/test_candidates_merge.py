@@ -19,6 +19,7 @@ import random
 from collections import Counter
 from urllib.parse import parse_qsl
 
+import pytest
 from microversion_parse import Version
 
 from placement_svc.candidates import merge, request
@@ -434,6 +435,7 @@ class CountingRoom(dict):
         return super().__getitem__(key)
 
 
+@pytest.mark.slow
 def test_eight_isolated_groups_on_eight_children_are_eight_factorial():
     world = wide_tree()
     req = wide_request()

@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
+
 from placement_svc.candidates import merge, prune
 from tests.unit.test_candidates_merge import (
     CountingRoom,
@@ -91,6 +93,7 @@ def test_a_dead_end_among_alike_devices_is_walked_once():
     assert lookups < 1000
 
 
+@pytest.mark.slow
 def test_mirrors_skip_only_dead_ends_candidates_keep_coming():
     # Alike devices whose branches do give candidates are all walked: 8!.
     chosen, _lookups = walk(host_with_devices(8), groups(8))
@@ -196,6 +199,7 @@ def alike_query(rng: random.Random) -> str:
     return "&".join(parts)
 
 
+@pytest.mark.slow
 def test_the_pruned_walk_finds_exactly_what_brute_force_finds_among_alike_devices():
     rng = random.Random(4242)
     nonempty = 0

@@ -19,7 +19,7 @@ from oslo_context import context as oslo_context
 from oslo_policy import generator
 from oslo_policy import policy as oslo_policy
 
-from placement_svc import app, cli, conf, policies, policy
+from placement_svc import app, bootstrap, cli, conf, policies, policy
 from placement_svc.context import RequestContext
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -291,8 +291,8 @@ def test_a_malformed_policy_file_stops_the_service_at_start_up(tmp_path, text):
     assert message.startswith(f"cannot load the policy file {tmp_path / 'policy.yaml'}: ")
     assert "\n" not in message
     settings.set_override("connection", f"sqlite:///{tmp_path}/p.db", group="placement_database")
-    with pytest.raises(cli.Failure, match="cannot load the policy file"):
-        cli.build_app(settings)  # what serve and the WSGI module do: one line, exit 1
+    with pytest.raises(bootstrap.Failure, match="cannot load the policy file"):
+        bootstrap.build_app(settings)  # what serve and the WSGI module do: one line, exit 1
 
 
 def test_policy_show_fails_with_one_line_on_a_malformed_file(tmp_path, capsys):
