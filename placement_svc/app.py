@@ -16,11 +16,13 @@ from placement_svc.api import (
     allocations,
     inventories,
     provider_traits,
+    reshaper,
     resource_classes,
     resource_providers,
     root,
     traits,
     usages,
+    usages_total,
 )
 from placement_svc.db.engine import Database, create_engine
 
@@ -37,6 +39,8 @@ def route_table(db, conf) -> list[tuple[str, dict]]:
     rp_traits = provider_traits.ProviderTraits(db)
     rp_usages = usages.ProviderUsages(db)
     allocs = allocations.Allocations(db, conf)
+    total_usages = usages_total.TotalUsages(db)
+    reshapes = reshaper.Reshaper(db, conf)
     candidates = allocation_candidates.AllocationCandidates(db, conf)
     return [
         ("/", {"GET": root.home}),
@@ -78,8 +82,8 @@ def route_table(db, conf) -> list[tuple[str, dict]]:
         ("/allocation_candidates", {"GET": candidates.list}),
         ("/traits", {"GET": trs.list}),
         ("/traits/{name}", {"GET": trs.show, "PUT": trs.update, "DELETE": trs.delete}),
-        ("/usages", {"GET": allocs.usages}),
-        ("/reshaper", {"POST": allocs.reshape}),
+        ("/usages", {"GET": total_usages.show}),
+        ("/reshaper", {"POST": reshapes.reshape}),
     ]
 
 

@@ -1,28 +1,25 @@
 """What PUT/POST /allocations and POST /reshaper share: reading the body into
-``Wanted`` records, and running the write with upstream's retry rule.
-
-A provider generation conflict means another writer changed a provider
-between our read and our write; the whole transaction is run again, up to
-``[placement] allocation_conflict_retry_count`` more times, before the
-answer is 409. A consumer generation conflict is never retried: only the
-client can decide what the consumer's allocations should now be.
-"""
+``Wanted`` records, and upstream's words for what their writes report."""
 
 from __future__ import annotations
 
-import logging
-
 from placement_svc import errors
-from placement_svc.db import allocations as store
-from placement_svc.db import consumers, providers
-
-LOG = logging.getLogger(__name__)
+from placement_svc.db.allocations import Wanted
+from placement_svc.db.exceptions import (
+    AllocationProviderNotFound,
+    AmountViolatesInventory,
+    CapacityExceeded,
+    ConcurrentUpdate,
+    ConsumerChanged,
+    ConsumerGenerationConflict,
+    InventoryMissing,
+)
 
 # The sentence every 409 for a conflict found while writing starts with.
 CHANGED_WHILE_ALLOCATING = "Inventory and/or allocations changed while attempting to allocate"
 
 
-def wanted_for(consumer_uuid: str, body: dict) -> store.Wanted:
+def wanted_for(consumer_uuid: str, body: dict) -> Wanted:
     """One consumer's entry (PUT body or POST value) as a Wanted record.
 
     Before 1.12 the allocations are a list of {resource_provider: {uuid},
@@ -34,7 +31,7 @@ def wanted_for(consumer_uuid: str, body: dict) -> store.Wanted:
             entry["resource_provider"]["uuid"]: {"resources": entry["resources"]}
             for entry in allocations
         }
-    return store.Wanted(
+    return Wanted(
         consumer_uuid=consumer_uuid,
         resources={
             rp_uuid: {name: int(amount) for name, amount in entry["resources"].items()}
@@ -54,22 +51,48 @@ def incomplete_ids(conf) -> tuple[str, str]:
     )
 
 
-def write_retrying(db, conf, fn, prefix: str = CHANGED_WHILE_ALLOCATING):
-    """db.write(fn), re-run on a provider generation conflict; 409s prefixed."""
-    retries = conf.placement.allocation_conflict_retry_count
-    attempt = 0
-    while True:
-        try:
-            return db.write(fn)
-        except providers.ConcurrentUpdate:
-            if attempt >= retries:
-                LOG.warning("Exceeded retry limit of %d on allocations write", retries)
-                raise errors.Conflict(
-                    f"{prefix}: {store.PROVIDER_CHANGED}", code=errors.CONCURRENT_UPDATE
-                ) from None
-            attempt += 1
-            LOG.debug("Retrying allocations write on resource provider generation conflict")
-        except consumers.ConsumerChanged as exc:
-            raise errors.Conflict(
-                f"{prefix}: {exc.message}", code=errors.CONCURRENT_UPDATE
-            ) from None
+def write_words(fact: Exception, prefix: str) -> errors.PlacementError | None:
+    """Upstream's answer to what an allocation write reports; ``prefix``
+    starts the 409s for a conflict found while writing."""
+    match fact:
+        case ConcurrentUpdate():  # still, after the retries
+            return errors.Conflict(
+                f"{prefix}: Another thread concurrently updated the resource provider "
+                "data. Please retry your update",
+                code=errors.CONCURRENT_UPDATE,
+            )
+        case ConsumerChanged():
+            return errors.Conflict(
+                f"{prefix}: Another thread concurrently updated the data. Please retry your update",
+                code=errors.CONCURRENT_UPDATE,
+            )
+        case ConsumerGenerationConflict(_uuid, expected, given):
+            expected_text = "null" if expected is None else expected
+            return errors.Conflict(
+                f"consumer generation conflict - expected {expected_text} but got {given}",
+                code=errors.CONCURRENT_UPDATE,
+            )
+        case AllocationProviderNotFound(uuid):
+            return errors.BadRequest(
+                f"Allocation for resource provider '{uuid}' that does not exist."
+            )
+        case InventoryMissing(classes, provider_uuids):
+            return _unable_to_allocate(
+                f"Inventory for '{', '.join(classes)}' on resource provider "
+                f"'{', '.join(provider_uuids)}' invalid."
+            )
+        case AmountViolatesInventory(uuid, rc):
+            return _unable_to_allocate(
+                f"Unable to create allocation for '{rc}' on resource provider '{uuid}'. "
+                "The requested amount would violate inventory constraints."
+            )
+        case CapacityExceeded(uuid, rc):
+            return _unable_to_allocate(
+                f"Unable to create allocation for '{rc}' on resource provider '{uuid}'. "
+                "The requested amount would exceed the capacity."
+            )
+    return None
+
+
+def _unable_to_allocate(cause: str) -> errors.Conflict:
+    return errors.Conflict(f"Unable to allocate inventory: {cause}")

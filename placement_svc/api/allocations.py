@@ -1,62 +1,58 @@
-"""/allocations, /allocations/{consumer_uuid} and /resource_providers/{uuid}/allocations.
-
-``Allocations`` is also what the route table binds /usages and /reshaper to;
-those two live in their own modules and are reached through it.
-"""
+"""/allocations, /allocations/{consumer_uuid} and /resource_providers/{uuid}/allocations."""
 
 from __future__ import annotations
 
 import uuid as uuidlib
+from functools import partial
 
 from placement_svc import errors, web
 from placement_svc import microversion as mv
-from placement_svc.api import reshaper, usages_total
-from placement_svc.api.allocation_writes import incomplete_ids, wanted_for, write_retrying
-from placement_svc.db import allocations as store
-from placement_svc.db import capacity, providers
-from placement_svc.db.exceptions import ProviderNotFound
+from placement_svc.api.allocation_writes import (
+    CHANGED_WHILE_ALLOCATING,
+    incomplete_ids,
+    wanted_for,
+    write_words,
+)
+from placement_svc.api.wording import no_provider
+from placement_svc.db.exceptions import ProviderNotFound, UnknownResourceClass
+from placement_svc.ops import allocations as ops
+from placement_svc.ops.exceptions import NoAllocations
 from placement_svc.policies import allocations as policies
 from placement_svc.schemas import allocation as schema
 from placement_svc.uuidutil import is_uuid_like
 
 
-def put_schema(version) -> dict:
-    if version >= mv.CONSUMER_TYPES:
-        return schema.PUT_V1_38
-    if version >= mv.MAPPINGS:
-        return schema.PUT_V1_34
-    if version >= mv.CONSUMER_GENERATION:
-        return schema.PUT_V1_28
-    if version >= mv.ALLOCATIONS_DICT:
-        return schema.PUT_V1_12
-    if version >= mv.ALLOCATION_PROJECT_USER:
-        return schema.PUT_V1_8
-    return schema.PUT_V1_0
-
-
-def post_schema(version) -> dict:
-    if version >= mv.CONSUMER_TYPES:
-        return schema.POST_V1_38
-    if version >= mv.MAPPINGS:
-        return schema.POST_V1_34
-    if version >= mv.CONSUMER_GENERATION:
-        return schema.POST_V1_28
-    return schema.POST_V1_13
+def _words(fact: Exception, action: str, consumer_uuid: str = "") -> errors.PlacementError | None:
+    """Upstream's answer to what the allocation units of work report."""
+    match fact:
+        case ProviderNotFound(uuid):
+            return errors.NotFound(f"Resource provider '{uuid}' not found: {no_provider(uuid)}")
+        case NoAllocations(uuid):
+            return errors.NotFound(f"No allocations for consumer '{uuid}'")
+        case UnknownResourceClass(names) if action == "put":
+            return errors.BadRequest(
+                f"Unable to allocate inventory for consumer {consumer_uuid}: "
+                f"No such resource class {names[0]}."
+            )
+        case UnknownResourceClass(names):
+            return errors.BadRequest(
+                f"Unable to allocate inventory No such resource class {names[0]}."
+            )
+    return write_words(fact, CHANGED_WHILE_ALLOCATING)
 
 
 class Allocations:
     def __init__(self, db, conf):
         self.db = db
-        self.conf = conf
-        self._usages = usages_total.TotalUsages(db)
-        self._reshaper = reshaper.Reshaper(db, conf)
+        self.retries = conf.placement.allocation_conflict_retry_count
+        self.incomplete = incomplete_ids(conf)
 
     def show(self, req, resp, consumer_uuid):
         """Never a 404: a consumer without allocations has ``{}``."""
         web.check_accept(req)
         req.context.placement.can(policies.ALLOC_LIST)
         version = web.version(req)
-        consumer, found = self.db.read(lambda conn: store.for_consumer(conn, consumer_uuid))
+        consumer, found = self.db.read(partial(ops.for_consumer, consumer_uuid=consumer_uuid))
         by_provider: dict[str, dict] = {}
         for alloc in found:
             entry = by_provider.setdefault(alloc.provider_uuid, {"resources": {}})
@@ -77,19 +73,8 @@ class Allocations:
         web.check_accept(req)
         req.context.placement.can(policies.RP_ALLOC_LIST)
         version = web.version(req)
-
-        not_found = (
-            f"Resource provider '{uuid}' not found: No resource provider with uuid {uuid} found"
-        )
-
-        def read(conn):
-            try:
-                provider = providers.get(conn, uuid)
-            except ProviderNotFound:
-                raise errors.NotFound(not_found) from None
-            return provider, store.for_provider(conn, provider.id)
-
-        provider, found = self.db.read(read)
+        with web.answering(_words, "for_provider"):
+            provider, found = self.db.read(partial(ops.for_provider, uuid=uuid))
         by_consumer: dict[str, dict] = {}
         for alloc in found:
             entry = by_consumer.setdefault(alloc.consumer_uuid, {"resources": {}})
@@ -106,13 +91,10 @@ class Allocations:
         version = web.version(req)
         if not is_uuid_like(consumer_uuid):
             raise errors.BadRequest(f"Malformed consumer_uuid: {consumer_uuid}")
-        data = web.read_json(req, put_schema(version))
+        data = web.read_json(req, schema.for_version(version).put)
         consumer_uuid = str(uuidlib.UUID(consumer_uuid))
-        self._write(
-            [wanted_for(consumer_uuid, data)],
-            version,
-            unknown_class=f"Unable to allocate inventory for consumer {consumer_uuid}:",
-        )
+        with web.answering(_words, "put", consumer_uuid):
+            self._write([wanted_for(consumer_uuid, data)], version)
         web.no_content(resp)
 
     def post_many(self, req, resp):
@@ -120,33 +102,22 @@ class Allocations:
         web.require_json(req)
         req.context.placement.can(policies.ALLOC_MANAGE)
         version = web.version(req)
-        data = web.read_json(req, post_schema(version))
-        wanted = [wanted_for(consumer_uuid, body) for consumer_uuid, body in data.items()]
-        self._write(wanted, version, unknown_class="Unable to allocate inventory")
+        data = web.read_json(req, schema.for_version(version).post)
+        with web.answering(_words, "post"):
+            self._write([wanted_for(uuid, body) for uuid, body in data.items()], version)
         web.no_content(resp)
 
-    def _write(self, wanted, version, unknown_class: str) -> None:
-        check_generation = version >= mv.CONSUMER_GENERATION
-        incomplete = incomplete_ids(self.conf)
-        try:
-            write_retrying(
-                self.db,
-                self.conf,
-                lambda conn: store.write(conn, wanted, check_generation, incomplete),
-            )
-        except store.UnknownResourceClass as exc:
-            raise errors.BadRequest(f"{unknown_class} {exc.message}") from None
-        except capacity.InvalidAllocation as exc:
-            raise errors.Conflict(f"Unable to allocate inventory: {exc.message}") from None
+    def _write(self, wanted, version) -> None:
+        work = partial(
+            ops.write,
+            wanted=wanted,
+            check_generation=version >= mv.CONSUMER_GENERATION,
+            incomplete=self.incomplete,
+        )
+        ops.write_retrying(self.db, self.retries, work)
 
     def delete(self, req, resp, consumer_uuid):
         req.context.placement.can(policies.ALLOC_DELETE)
-        if not self.db.write(lambda conn: store.delete_for_consumer(conn, consumer_uuid)):
-            raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
+        with web.answering(_words, "delete"):
+            self.db.write(partial(ops.delete, consumer_uuid=consumer_uuid))
         web.no_content(resp)
-
-    def usages(self, req, resp):
-        self._usages.show(req, resp)
-
-    def reshape(self, req, resp):
-        self._reshaper.reshape(req, resp)

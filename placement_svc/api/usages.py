@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from placement_svc import errors, web
 from placement_svc.api.wording import no_provider
-from placement_svc.db import inventories, names, providers
 from placement_svc.db.exceptions import ProviderNotFound
+from placement_svc.ops import usages as ops
 from placement_svc.policies import usages as policies
+
+
+def _words(fact: Exception) -> errors.PlacementError | None:
+    match fact:
+        case ProviderNotFound(uuid):
+            return errors.NotFound(f"{no_provider(uuid)}: {no_provider(uuid)}")
+    return None
 
 
 class ProviderUsages:
@@ -16,18 +25,7 @@ class ProviderUsages:
     def show(self, req, resp, uuid):
         web.check_accept(req)
         req.context.placement.can(policies.PROVIDER_USAGES)
-
-        def read(conn):
-            try:
-                provider = providers.get(conn, uuid)
-            except ProviderNotFound:
-                raise errors.NotFound(f"{no_provider(uuid)}: {no_provider(uuid)}") from None
-            used = inventories.usage_by_class(conn, provider.id)
-            classes = [inv.resource_class for inv in inventories.list_for(conn, provider.id)]
-            ids = names.resource_class_ids(conn, classes)
-            by_name = {name: used.get(ids[name], 0) for name in classes}
-            return provider.generation, by_name
-
-        generation, usages = self.db.read(read)
+        with web.answering(_words):
+            generation, usages = self.db.read(partial(ops.for_provider, uuid=uuid))
         web.render(resp, {"resource_provider_generation": generation, "usages": usages})
         web.cache_headers(req, resp)

@@ -35,18 +35,19 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc import errors
 from placement_svc.db import capacity, consumers, names, providers, tables
 from placement_svc.db.consumers import Consumer, Owner
+from placement_svc.db.exceptions import (
+    AllocationProviderNotFound,
+    ConsumerChanged,
+    ConsumerGenerationConflict,
+    UnknownResourceClass,
+)
 from placement_svc.db.providers import Provider
 
 ALLOC = tables.allocations
 RP = tables.resource_providers
 RC = tables.resource_classes
-
-PROVIDER_CHANGED = (
-    "Another thread concurrently updated the resource provider data. Please retry your update"
-)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Allocation:
     updated_at: datetime.datetime | None
 
     @property
-    def modified(self):
+    def modified(self) -> datetime.datetime | None:
         return self.updated_at or self.created_at
 
 
@@ -75,14 +76,6 @@ class Wanted:
     user_id: str | None = None
     generation: int | None = None  # checked only when check_generation is asked for
     consumer_type: str | None = None  # None: leave the consumer's type alone
-
-
-class UnknownResourceClass(errors.BadRequest):
-    pass
-
-
-class ProviderNotFound(errors.BadRequest):
-    pass
 
 
 def _select():
@@ -184,41 +177,30 @@ def ensure_consumers(
         consumer = existing.get(item.consumer_uuid)
         if consumer is not None:
             if check_generation and consumer.generation != item.generation:
-                raise consumers.generation_conflict(consumer.generation, item.generation)
+                raise ConsumerGenerationConflict(
+                    item.consumer_uuid, consumer.generation, item.generation
+                )
         else:
             if check_generation and item.generation is not None:
-                raise consumers.generation_conflict("null", item.generation)
+                raise ConsumerGenerationConflict(item.consumer_uuid, None, item.generation)
             consumer, created = consumers.create(conn, item.consumer_uuid, owner)
             if check_generation and not created:
-                raise consumers.ConsumerChanged()  # made by a racing writer meanwhile
+                raise ConsumerChanged()  # made by a racing writer meanwhile
         found[item.consumer_uuid] = (consumer, owner)
     return found
 
 
 def resolve_providers(conn: Connection, wanted: list[Wanted]) -> dict[str, Provider]:
-    """Every provider the allocations name, in one query; 400 for the first missing."""
+    """Every provider the allocations name, in one query; the first missing
+    one is reported (AllocationProviderNotFound)."""
     uuids = list(dict.fromkeys(rp for item in wanted for rp in item.resources))
     if not uuids:
         return {}
     found = {p.uuid: p for p in providers.query(conn, RP.c.uuid.in_(uuids), order=False)}
     for uuid in uuids:
         if uuid not in found:
-            raise ProviderNotFound(
-                f"Allocation for resource provider '{uuid}' that does not exist."
-            )
+            raise AllocationProviderNotFound(uuid)
     return found
-
-
-def write(
-    conn: Connection,
-    wanted: list[Wanted],
-    check_generation: bool,
-    incomplete: tuple[str, str],
-) -> None:
-    """PUT and POST /allocations: the whole write, in the caller's transaction."""
-    ensured = ensure_consumers(conn, wanted, check_generation, incomplete)
-    known = resolve_providers(conn, wanted)
-    replace(conn, wanted, ensured, known)
 
 
 def replace(
@@ -232,9 +214,9 @@ def replace(
         consumers.set_owner(conn, consumer, owner)
     claims = _claims(conn, wanted, known)
     rc_ids = names.resource_class_ids(conn, (c.resource_class for c in claims))
-    for claim in claims:
-        if claim.resource_class not in rc_ids:
-            raise UnknownResourceClass(f"No such resource class {claim.resource_class}.")
+    unknown = [c.resource_class for c in claims if c.resource_class not in rc_ids]
+    if unknown:
+        raise UnknownResourceClass(tuple(dict.fromkeys(unknown)))
     touched = list({c.provider.id: c.provider for c in claims}.values())
     bump_providers(conn, touched)
     before = capacity.usage(conn, (p.id for p in touched), rc_ids.values()) if claims else {}

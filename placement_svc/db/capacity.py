@@ -13,12 +13,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc import errors
 from placement_svc.db import tables
+from placement_svc.db.exceptions import (
+    AmountViolatesInventory,
+    CapacityExceeded,
+    InventoryMissing,
+)
 from placement_svc.db.providers import Provider
 
 INV = tables.inventories
@@ -35,17 +40,9 @@ class Claim:
     amount: int
 
 
-class InvalidAllocation(errors.Conflict):
-    """The allocation does not fit the provider's inventory (409)."""
-
-
-def _no_inventory(resource_class: str, provider: str) -> InvalidAllocation:
-    return InvalidAllocation(
-        f"Inventory for '{resource_class}' on resource provider '{provider}' invalid."
-    )
-
-
-def usage(conn: Connection, provider_ids: Iterable[int], rc_ids: Iterable[int]) -> dict:
+def usage(
+    conn: Connection, provider_ids: Iterable[int], rc_ids: Iterable[int]
+) -> dict[tuple[int, int], int]:
     """{(provider id, class id): used} for the given providers and classes."""
     rows = conn.execute(
         sa.select(
@@ -62,7 +59,7 @@ def usage(conn: Connection, provider_ids: Iterable[int], rc_ids: Iterable[int]) 
     return {(row.resource_provider_id, row.resource_class_id): int(row.used) for row in rows}
 
 
-def _inventories(conn: Connection, provider_ids: set[int], rc_ids: set[int]) -> dict:
+def _inventories(conn: Connection, provider_ids: set[int], rc_ids: set[int]) -> dict[tuple, Any]:
     rows = conn.execute(
         sa.select(INV).where(
             INV.c.resource_provider_id.in_(provider_ids), INV.c.resource_class_id.in_(rc_ids)
@@ -71,8 +68,11 @@ def _inventories(conn: Connection, provider_ids: set[int], rc_ids: set[int]) -> 
     return {(row.resource_provider_id, row.resource_class_id): row for row in rows}
 
 
-def check(conn: Connection, claims: list[Claim], rc_ids: dict[str, int], before: dict) -> None:
-    """Raise InvalidAllocation for the first claim (in request order) that does not fit.
+def check(
+    conn: Connection, claims: list[Claim], rc_ids: dict[str, int], before: dict[tuple, int]
+) -> None:
+    """Raise for the first claim (in request order) that does not fit:
+    InventoryMissing, AmountViolatesInventory or CapacityExceeded.
 
     ``before`` is the usage as it was before the consumers' old allocations
     were removed; the usage read here is without them.
@@ -92,8 +92,7 @@ def check(conn: Connection, claims: list[Claim], rc_ids: dict[str, int], before:
         # Upstream names every class of the write, in the order a Python set
         # of their ids iterates: ids are upstream's, so the order is too.
         by_id = {rc_ids[c.resource_class]: c.resource_class for c in claims}
-        names = ", ".join(by_id[rc_id] for rc_id in class_ids)
-        raise _no_inventory(names, ", ".join(missing))
+        raise InventoryMissing(tuple(by_id[rc_id] for rc_id in class_ids), tuple(missing))
 
     wanted: dict = defaultdict(int)
     for claim in claims:
@@ -104,23 +103,17 @@ def check(conn: Connection, claims: list[Claim], rc_ids: dict[str, int], before:
             continue
         inv = inventories.get(key)
         if inv is None:
-            raise _no_inventory(name, provider.uuid)
+            raise InventoryMissing((name,), (provider.uuid,))
         if (
             claim.amount < inv.min_unit
             or claim.amount > inv.max_unit
             or claim.amount % inv.step_size != 0
         ):
-            raise InvalidAllocation(
-                f"Unable to create allocation for '{name}' on resource provider "
-                f"'{provider.uuid}'. The requested amount would violate inventory constraints."
-            )
+            raise AmountViolatesInventory(provider.uuid, name)
         used = used_now.get(key, 0)
         capacity = (inv.total - inv.reserved) * inv.allocation_ratio
         if capacity < used + claim.amount or capacity < used + wanted[key]:
             previous = before.get(key)
             if previous is not None and used + wanted[key] <= previous:
                 continue  # over capacity already, and no worse than before
-            raise InvalidAllocation(
-                f"Unable to create allocation for '{name}' on resource provider "
-                f"'{provider.uuid}'. The requested amount would exceed the capacity."
-            )
+            raise CapacityExceeded(provider.uuid, name)

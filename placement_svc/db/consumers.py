@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from placement_svc import errors
 from placement_svc.db import tables
+from placement_svc.db.exceptions import ConsumerChanged
 
 CONSUMER = tables.consumers
 PROJECT = tables.projects
@@ -53,23 +53,6 @@ class Owner:
     project_pk: int
     user_pk: int
     consumer_type_id: int | None  # None: keep whatever the consumer has
-
-
-class ConsumerChanged(errors.Conflict):
-    """Another writer changed a consumer's allocations first (not retried)."""
-
-    def __init__(self):
-        super().__init__(
-            "Another thread concurrently updated the data. Please retry your update",
-            code=errors.CONCURRENT_UPDATE,
-        )
-
-
-def generation_conflict(expected, got) -> errors.Conflict:
-    return errors.Conflict(
-        f"consumer generation conflict - expected {expected} but got {got}",
-        code=errors.CONCURRENT_UPDATE,
-    )
 
 
 def _select():

@@ -132,3 +132,51 @@ class InventoryInUse(DomainError):
 
     uuid: str
     resource_classes: tuple[str, ...]
+
+
+# Allocations and consumers
+
+
+@dataclass(eq=False)
+class AllocationProviderNotFound(DomainError):
+    """An allocation names a provider that does not exist."""
+
+    uuid: str
+
+
+@dataclass(eq=False)
+class InventoryMissing(DomainError):
+    """Allocations against providers (or a class of one) without inventory.
+    Upstream names every class of the write when whole providers lack it."""
+
+    resource_classes: tuple[str, ...]
+    provider_uuids: tuple[str, ...]
+
+
+@dataclass(eq=False)
+class AmountViolatesInventory(DomainError):
+    """The amount breaks the inventory's min_unit, max_unit or step_size."""
+
+    uuid: str
+    resource_class: str
+
+
+@dataclass(eq=False)
+class CapacityExceeded(DomainError):
+    uuid: str
+    resource_class: str
+
+
+@dataclass(eq=False)
+class ConsumerGenerationConflict(DomainError):
+    """The client gave another consumer generation than the consumer has
+    (``expected`` None: the consumer does not exist yet)."""
+
+    consumer_uuid: str
+    expected: int | None
+    given: int | None
+
+
+@dataclass(eq=False)
+class ConsumerChanged(DomainError):
+    """Another writer changed a consumer's allocations first (never retried)."""

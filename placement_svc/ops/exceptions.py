@@ -86,3 +86,10 @@ class InventoryExists(DomainError):
 class InventoryNotFound(DomainError):
     uuid: str
     resource_class: str
+
+
+@dataclass(eq=False)
+class NoAllocations(DomainError):
+    """DELETE /allocations/{consumer} of a consumer that holds none."""
+
+    consumer_uuid: str

@@ -8,7 +8,10 @@ allocations delete), 1.34 (mappings, accepted and ignored) and 1.38
 consumer, keyed by consumer uuid, where allocations may always be empty.
 """
 
-from placement_svc.schemas.common import UUID
+from typing import NamedTuple
+
+from placement_svc import microversion as mv
+from placement_svc.schemas.common import UUID, Schema, pick
 
 UUID_KEY = "^[0-9a-fA-F-]{36}$"
 RESOURCE_CLASS_KEY = "^[A-Z0-9_]+$"
@@ -89,13 +92,15 @@ ALLOCATIONS_BY_PROVIDER = _by_provider(min_providers=1)
 ALLOCATIONS_BY_PROVIDER_OR_NONE = _by_provider(min_providers=0)
 
 
-def _body(properties: dict, required: list[str]) -> dict:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
+def _body(properties: dict, required: list[str]) -> Schema:
+    return Schema(
+        {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        }
+    )
 
 
 # PUT /allocations/{consumer_uuid}, one schema per microversion range.
@@ -169,7 +174,27 @@ def by_consumer(consumer: dict, min_consumers: int = 1) -> dict:
 
 
 # POST /allocations, one schema per microversion range.
-POST_V1_13 = by_consumer(CONSUMER_V1_13)
-POST_V1_28 = by_consumer(CONSUMER_V1_28)
-POST_V1_34 = by_consumer(CONSUMER_V1_34)
-POST_V1_38 = by_consumer(CONSUMER_V1_38)
+POST_V1_13 = Schema(by_consumer(CONSUMER_V1_13))
+POST_V1_28 = Schema(by_consumer(CONSUMER_V1_28))
+POST_V1_34 = Schema(by_consumer(CONSUMER_V1_34))
+POST_V1_38 = Schema(by_consumer(CONSUMER_V1_38))
+
+
+class Schemas(NamedTuple):
+    put: Schema
+    post: Schema | None  # None: POST /allocations is served from 1.13
+
+
+_BY_VERSION = [
+    (mv.BASE, Schemas(PUT_V1_0, None)),
+    (mv.ALLOCATION_PROJECT_USER, Schemas(PUT_V1_8, None)),
+    (mv.ALLOCATIONS_DICT, Schemas(PUT_V1_12, None)),
+    (mv.POST_ALLOCATIONS, Schemas(PUT_V1_12, POST_V1_13)),
+    (mv.CONSUMER_GENERATION, Schemas(PUT_V1_28, POST_V1_28)),
+    (mv.MAPPINGS, Schemas(PUT_V1_34, POST_V1_34)),
+    (mv.CONSUMER_TYPES, Schemas(PUT_V1_38, POST_V1_38)),
+]
+
+
+def for_version(version) -> Schemas:
+    return pick(_BY_VERSION, version)

@@ -6,7 +6,9 @@ the complete new allocations of each consumer it moves, in the form POST
 consumer types from 1.38).
 """
 
+from placement_svc import microversion as mv
 from placement_svc.schemas import allocation
+from placement_svc.schemas.common import Schema, pick
 from placement_svc.schemas.inventory import RECORD
 
 # One provider's new inventory, as PUT /resource_providers/{uuid}/inventories
@@ -32,18 +34,30 @@ INVENTORIES = {
 }
 
 
-def _body(consumer: dict) -> dict:
-    return {
-        "type": "object",
-        "properties": {
-            "inventories": INVENTORIES,
-            "allocations": allocation.by_consumer(consumer, min_consumers=0),
-        },
-        "required": ["inventories", "allocations"],
-        "additionalProperties": False,
-    }
+def _body(consumer: dict) -> Schema:
+    return Schema(
+        {
+            "type": "object",
+            "properties": {
+                "inventories": INVENTORIES,
+                "allocations": allocation.by_consumer(consumer, min_consumers=0),
+            },
+            "required": ["inventories", "allocations"],
+            "additionalProperties": False,
+        }
+    )
 
 
 POST_V1_30 = _body(allocation.CONSUMER_V1_28)
 POST_V1_34 = _body(allocation.CONSUMER_V1_34)
 POST_V1_38 = _body(allocation.CONSUMER_V1_38)
+
+_BY_VERSION = [
+    (mv.RESHAPER, POST_V1_30),
+    (mv.MAPPINGS, POST_V1_34),
+    (mv.CONSUMER_TYPES, POST_V1_38),
+]
+
+
+def for_version(version) -> Schema:
+    return pick(_BY_VERSION, version)

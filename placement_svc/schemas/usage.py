@@ -1,13 +1,17 @@
 """Schemas for the query of GET /usages (from 1.9)."""
 
+from placement_svc import microversion as mv
 from placement_svc.schemas.allocation import OWNER_ID as _ID
+from placement_svc.schemas.common import Schema, pick
 
-QUERY_V1_9 = {
-    "type": "object",
-    "properties": {"project_id": _ID, "user_id": _ID},
-    "required": ["project_id"],
-    "additionalProperties": False,
-}
+QUERY_V1_9 = Schema(
+    {
+        "type": "object",
+        "properties": {"project_id": _ID, "user_id": _ID},
+        "required": ["project_id"],
+        "additionalProperties": False,
+    }
+)
 
 # From 1.38: a consumer type name, or "all" / "unknown" (the pattern is
 # upstream's, whose "^all" is unanchored at the end).
@@ -18,9 +22,17 @@ CONSUMER_TYPE = {
     "maxLength": 255,
 }
 
-QUERY_V1_38 = {
-    "type": "object",
-    "properties": {"project_id": _ID, "user_id": _ID, "consumer_type": CONSUMER_TYPE},
-    "required": ["project_id"],
-    "additionalProperties": False,
-}
+QUERY_V1_38 = Schema(
+    {
+        "type": "object",
+        "properties": {"project_id": _ID, "user_id": _ID, "consumer_type": CONSUMER_TYPE},
+        "required": ["project_id"],
+        "additionalProperties": False,
+    }
+)
+
+_BY_VERSION = [(mv.USAGES, QUERY_V1_9), (mv.CONSUMER_TYPES, QUERY_V1_38)]
+
+
+def for_version(version) -> Schema:
+    return pick(_BY_VERSION, version)
