@@ -25,6 +25,7 @@ from placement_svc.api import (
     usages_total,
 )
 from placement_svc.db.engine import Database, create_engine
+from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
 
 LOG = logging.getLogger(__name__)
 
@@ -146,6 +147,15 @@ def _handle_falcon_error(req, resp, ex: falcon.HTTPError, _params):
     _render_error(req, resp, error)
 
 
+def _handle_database_fact(req, resp, ex, _params):
+    """What the unit of work (db/engine.py) may report to any handler, worded once."""
+    if isinstance(ex, UnstorableValue):
+        error = errors.BadRequest("The request contains a value the database cannot store.")
+    else:
+        error = errors.ServiceUnavailable("The database is busy; please retry the request.")
+    _render_error(req, resp, error)
+
+
 def _handle_unexpected(req, resp, ex, _params):
     LOG.exception("unexpected error serving %s %s", req.method, req.relative_uri)
     _render_error(req, resp, errors.InternalError("An unexpected error occurred."))
@@ -163,6 +173,7 @@ def create_falcon_app(db: Database, conf, enforcer=None) -> falcon.App:
     app.add_error_handler(Exception, _handle_unexpected)
     app.add_error_handler(falcon.HTTPError, _handle_falcon_error)
     app.add_error_handler(errors.PlacementError, _handle_placement_error)
+    app.add_error_handler((UnstorableValue, DatabaseUnavailable), _handle_database_fact)
     return app
 
 

@@ -6,7 +6,8 @@ deadlock, a lock timeout, "database is locked" or a lost connection, the
 whole function runs again in a fresh transaction, never half of it inside a
 stale snapshot. SQLite writers take the write lock at BEGIN (BEGIN
 IMMEDIATE) and wait for it, so several worker processes on one SQLite file
-queue instead of failing.
+queue instead of failing. A value the database refuses is reported as
+UnstorableValue, retries in vain as DatabaseUnavailable.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
-from placement_svc import errors
+from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -107,7 +108,7 @@ def _sqlite_engine(url: str, db_conf) -> Engine:
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """True for errors where re-running the whole transaction may succeed."""
+    """True for failures where re-running the whole transaction may succeed."""
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return True
     if not isinstance(exc, OperationalError | DBAPIError):
@@ -152,16 +153,12 @@ class Database:
                 # A value the database refuses (a NUL byte in a string, a number out
                 # of range): the client's input, so a 400, never a 500.
                 LOG.info("database refused a value: %s", exc.orig)
-                raise errors.BadRequest(
-                    "The request contains a value the database cannot store."
-                ) from exc
+                raise UnstorableValue(str(exc.orig)) from exc
             except DBAPIError as exc:
                 if not is_retryable(exc) or attempt >= self.max_retries:
                     if is_retryable(exc):
                         LOG.warning("giving up after %d retries: %s", attempt, exc)
-                        raise errors.ServiceUnavailable(
-                            "The database is busy; please retry the request."
-                        ) from exc
+                        raise DatabaseUnavailable(attempt + 1) from exc
                     raise
                 attempt += 1
                 LOG.info("retrying transaction (attempt %d) after: %s", attempt, exc.orig)

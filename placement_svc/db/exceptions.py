@@ -180,3 +180,22 @@ class ConsumerGenerationConflict(DomainError):
 @dataclass(eq=False)
 class ConsumerChanged(DomainError):
     """Another writer changed a consumer's allocations first (never retried)."""
+
+
+# The unit of work itself (db/engine.py)
+
+
+@dataclass(eq=False)
+class UnstorableValue(DomainError):
+    """The database refused a value (a NUL in a string, a number out of
+    range): the client's input, not the service's fault."""
+
+    reason: str
+
+
+@dataclass(eq=False)
+class DatabaseUnavailable(DomainError):
+    """Retryable failures (deadlocks, lock timeouts, lost connections) went
+    on past the configured number of retries."""
+
+    attempts: int

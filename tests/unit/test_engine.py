@@ -8,8 +8,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from placement_svc import errors
 from placement_svc.db.engine import Database, create_engine, is_retryable, normalize_url
+from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
 
 
 class _MySQLError(Exception):
@@ -52,14 +52,15 @@ def test_write_reruns_the_whole_function_after_a_lock(tmp_path):
     assert len(calls) == 3
 
 
-def test_write_gives_up_with_503_after_max_retries(tmp_path):
+def test_write_gives_up_after_max_retries(tmp_path):
     db = Database(create_engine(f"sqlite:///{tmp_path}/t.db"), max_retries=2)
 
     def always_locked(conn):
         raise _operational(sqlite3.OperationalError("database is locked"))
 
-    with pytest.raises(errors.ServiceUnavailable):
+    with pytest.raises(DatabaseUnavailable) as gave_up:
         db.write(always_locked)
+    assert gave_up.value.attempts == 3  # the first try and two retries
 
 
 def test_operator_urls_get_an_installed_driver(monkeypatch):
@@ -76,7 +77,7 @@ def test_operator_urls_get_an_installed_driver(monkeypatch):
     assert normalize_url("postgresql://u:p@h/db") == "postgresql://u:p@h/db"
 
 
-def test_a_value_the_database_refuses_is_a_400(tmp_path):
+def test_a_value_the_database_refuses_is_reported_as_unstorable(tmp_path):
     from sqlalchemy.exc import DataError
 
     db = Database(create_engine(f"sqlite:///{tmp_path}/t.db"))
@@ -84,5 +85,6 @@ def test_a_value_the_database_refuses_is_a_400(tmp_path):
     def refused(conn):
         raise DataError("stmt", {}, ValueError("A string literal cannot contain NUL"))
 
-    with pytest.raises(errors.BadRequest):
+    with pytest.raises(UnstorableValue) as refusal:
         db.read(refused)
+    assert "NUL" in refusal.value.reason
