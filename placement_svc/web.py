@@ -15,7 +15,7 @@ import orjson
 from placement_svc import accept, errors
 from placement_svc import microversion as mv
 from placement_svc.db.exceptions import DomainError
-from placement_svc.schemas.common import FORMAT_CHECKER, Schema
+from placement_svc.schemas.common import Schema
 
 JSON = "application/json"
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -62,7 +62,7 @@ def require_json(req: falcon.Request) -> None:
         )
 
 
-def read_json(req: falcon.Request, schema: dict | None = None):
+def read_json(req: falcon.Request, schema: Schema | None = None):
     """The request body as JSON, checked for media type, syntax and schema."""
     require_json(req)
     raw = req.bounded_stream.read(MAX_BODY_BYTES + 1)
@@ -79,9 +79,9 @@ def read_json(req: falcon.Request, schema: dict | None = None):
     return data
 
 
-def validate(data, schema: dict) -> None:
+def validate(data, schema: Schema) -> None:
     try:
-        _check(data, schema)
+        schema.check(data)
     except jsonschema.ValidationError as exc:
         raise invalid_body(exc) from None
 
@@ -127,30 +127,6 @@ def schema_problem(error: jsonschema.ValidationError) -> str:
     rule = "".join(f"[{key!r}]" for key in list(error.relative_schema_path)[:-1])
     where = f" (at {field})" if field else ""
     return f"{error.message}{where}. Failed validating {error.validator!r} in schema{rule}."
-
-
-# Schema (by identity) -> its validator. jsonschema.validate() checks the
-# schema itself on every call, which costs more than the validation; the
-# schemas are module constants or cached per microversion, so there are few.
-_VALIDATORS: dict[int, tuple[dict, jsonschema.protocols.Validator]] = {}
-
-
-def _check(data, schema: dict) -> None:
-    """jsonschema.validate(), with the schema checked once: raises the same
-    ValidationError (the most relevant one) for the same data."""
-    if isinstance(schema, Schema):
-        schema.check(data)
-        return
-    entry = _VALIDATORS.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        if len(_VALIDATORS) > 256:  # not expected: schemas built per request
-            _VALIDATORS.clear()
-        entry = _VALIDATORS[id(schema)] = (schema, cls(schema, format_checker=FORMAT_CHECKER))
-    error = jsonschema.exceptions.best_match(entry[1].iter_errors(data))
-    if error is not None:
-        raise error
 
 
 def render(resp: falcon.Response, body, status: int = 200) -> None:
@@ -208,7 +184,7 @@ def newest(records) -> datetime.datetime | None:
     return max(stamps) if stamps else None
 
 
-def query(req: falcon.Request, schema: dict | None = None) -> dict[str, list[str]]:
+def query(req: falcon.Request, schema: Schema | None = None) -> dict[str, list[str]]:
     """Query parameters as lists of values, validated like upstream.
 
     The schema sees each key's last value, as webob's ``dict(req.GET)`` gives.
@@ -219,7 +195,7 @@ def query(req: falcon.Request, schema: dict | None = None) -> dict[str, list[str
     if schema is not None:
         last = {key: values[-1] for key, values in params.items()}
         try:
-            _check(last, schema)
+            schema.check(last)
         except jsonschema.ValidationError as exc:
             raise errors.BadRequest(
                 f"Invalid query string parameters: {schema_problem(exc)}"

@@ -1,12 +1,12 @@
 """Query-string schemas for GET /allocation_candidates, one per version range.
 
-Each is built whole by ``query_schema(version)`` from named parts: which
-parameters exist at a version and which request-group suffixes are legal.
+Each is built whole by ``_build(version)`` from named parts (which parameters
+exist at a version and which request-group suffixes are legal), once at
+import for every feature that changes it: ``for_version`` picks from that table.
 """
 
-import functools
-
 from placement_svc import microversion as mv
+from placement_svc.schemas.common import Schema, pick
 
 _STRING = {"type": "string"}
 LIMIT = {"type": ["integer", "string"], "pattern": "^[1-9][0-9]*$", "minimum": 1, "minLength": 1}
@@ -36,8 +36,7 @@ def suffix_pattern(version) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=64)  # one per microversion; callers never mutate it
-def query_schema(version) -> dict:
+def _build(version) -> Schema:
     properties: dict = {}
     pattern_properties: dict = {}
     suffix = suffix_pattern(version)
@@ -66,4 +65,27 @@ def query_schema(version) -> dict:
     # any of the regexes" where upstream's schema says "... was unexpected".
     if pattern_properties:
         schema["patternProperties"] = pattern_properties
-    return schema
+    return Schema(schema)
+
+
+# Every feature the parts above depend on, oldest first.
+_CHANGES = (
+    mv.ALLOCATION_CANDIDATES,
+    mv.CANDIDATES_LIMIT,
+    mv.CANDIDATES_REQUIRED,
+    mv.CANDIDATES_MEMBER_OF,
+    mv.GRANULAR,
+    mv.CANDIDATES_IN_TREE,
+    mv.STRING_SUFFIXES,
+    mv.ROOT_REQUIRED,
+    mv.SAME_SUBTREE,
+)
+_BY_VERSION = [(feature, _build(feature)) for feature in _CHANGES]
+
+
+def for_version(version) -> Schema:
+    return pick(_BY_VERSION, version)
+
+
+# The name api/allocation_candidates.py and the tests know it by.
+query_schema = for_version
