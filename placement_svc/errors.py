@@ -49,7 +49,9 @@ class PlacementError(Exception):
 
     status = 500
 
-    def __init__(self, message: str = "", *, code: str = DEFAULT, headers=None):
+    def __init__(
+        self, message: str = "", *, code: str = DEFAULT, headers: dict[str, str] | None = None
+    ):
         super().__init__(message)
         self.message = message
         self.code = code

@@ -9,10 +9,14 @@ group suffix) and what was wrong.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.uuidutil import is_uuid_like
+
+if TYPE_CHECKING:
+    from microversion_parse import Version
 
 
 @dataclass
@@ -72,7 +76,7 @@ def resources(value: str, suffix: str = "") -> dict[str, int]:
     return amounts
 
 
-def required(values: list[str], version, suffix: str = "") -> TraitFilter:
+def required(values: list[str], version: Version, suffix: str = "") -> TraitFilter:
     """``required`` values: ``A,B,!C`` (``!`` from 1.22) and ``in:A,B`` (1.39, repeatable).
 
     Before 1.39 only the last of repeated parameters counts, as upstream.
@@ -104,9 +108,9 @@ def required(values: list[str], version, suffix: str = "") -> TraitFilter:
                 )
             result.any_of.append(frozenset(names))
             continue
-        names = [name.strip() for name in value.split(",")]
-        forbidden = {name.lstrip("!") for name in names if name.startswith("!")}
-        if not all(names) or not all(forbidden):
+        listed = [name.strip() for name in value.split(",")]
+        forbidden = {name.lstrip("!") for name in listed if name.startswith("!")}
+        if not all(listed) or not all(forbidden):
             form = (
                 "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
                 if allow_forbidden
@@ -121,12 +125,12 @@ def required(values: list[str], version, suffix: str = "") -> TraitFilter:
                 f"Invalid query string parameters: Expected '{param}' parameter value of "
                 f"the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {value}"
             )
-        result.any_of.extend(frozenset([n]) for n in names if not n.startswith("!"))
+        result.any_of.extend(frozenset([n]) for n in listed if not n.startswith("!"))
         result.forbidden |= forbidden
     return result
 
 
-def member_of(values: list[str], version, suffix: str = "") -> AggregateFilter:
+def member_of(values: list[str], version: Version, suffix: str = "") -> AggregateFilter:
     """``member_of``: a uuid, ``in:`` uuids (any of), ``!uuid`` / ``!in:`` (from 1.32).
 
     Repeating the parameter (AND of each) needs 1.24.

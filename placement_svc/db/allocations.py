@@ -30,6 +30,7 @@ two writers could otherwise both hold while each waits to update the row.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -77,8 +78,15 @@ class Wanted:
     generation: int | None = None  # checked only when check_generation is asked for
     consumer_type: str | None = None  # None: leave the consumer's type alone
 
+    def owner_ids(self, incomplete: tuple[str, str]) -> tuple[str, str]:
+        """(project, user): the request's, or the configured ``incomplete`` ones
+        when it gives none (before 1.8; every schema wants both or neither)."""
+        if self.project_id is None or self.user_id is None:
+            return incomplete
+        return self.project_id, self.user_id
 
-def _select():
+
+def _select() -> sa.Select:
     return (
         sa.select(
             ALLOC.c.used,
@@ -99,7 +107,7 @@ def _select():
     )
 
 
-def _record(row) -> Allocation:
+def _record(row: sa.Row) -> Allocation:
     return Allocation(
         provider_uuid=row.provider_uuid,
         provider_generation=row.provider_generation,
@@ -155,16 +163,14 @@ def ensure_consumers(
     existing = consumers.find_many(conn, (w.consumer_uuid for w in wanted))
     pks: dict[tuple, int] = {}
 
-    def pk(kind, ensure, value):
+    def pk(kind: str, ensure: Callable[[Connection, str], int], value: str) -> int:
         if (kind, value) not in pks:
             pks[(kind, value)] = ensure(conn, value)
         return pks[(kind, value)]
 
     found = {}
     for item in wanted:
-        project_id, user_id = (
-            (item.project_id, item.user_id) if item.project_id is not None else incomplete
-        )
+        project_id, user_id = item.owner_ids(incomplete)
         owner = Owner(
             project_pk=pk("project", consumers.ensure_project, project_id),
             user_pk=pk("user", consumers.ensure_user, user_id),
@@ -267,7 +273,9 @@ def _claims(
     return claims
 
 
-def _current(conn: Connection, consumer_uuids: list[str], known: dict[str, Provider]):
+def _current(
+    conn: Connection, consumer_uuids: list[str], known: dict[str, Provider]
+) -> list[tuple[str, Provider, str]]:
     """(consumer, provider, class) of the consumers' existing allocations."""
     if not consumer_uuids:
         return []

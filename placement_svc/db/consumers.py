@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -18,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from placement_svc.db import tables
 from placement_svc.db.exceptions import ConsumerChanged
+from placement_svc.db.records import inserted_id
 
 CONSUMER = tables.consumers
 PROJECT = tables.projects
@@ -55,7 +57,7 @@ class Owner:
     consumer_type_id: int | None  # None: keep whatever the consumer has
 
 
-def _select():
+def _select() -> sa.Select:
     return sa.select(
         CONSUMER.c.id,
         CONSUMER.c.uuid,
@@ -73,7 +75,7 @@ def _select():
     )
 
 
-def record(row) -> Consumer:
+def record(row: sa.Row) -> Consumer:
     return Consumer(
         id=row.id,
         uuid=row.uuid,
@@ -99,21 +101,19 @@ def find(conn: Connection, uuid: str) -> Consumer | None:
     return find_many(conn, [uuid]).get(uuid)
 
 
-def _id_of(conn: Connection, table, column, value: str) -> int | None:
+def _id_of(conn: Connection, table: sa.Table, column: sa.Column, value: str) -> int | None:
     row = conn.execute(sa.select(table.c.id).where(column == value)).first()
     return row.id if row else None
 
 
-def _ensure_row(conn: Connection, table, column, value: str) -> int:
+def _ensure_row(conn: Connection, table: sa.Table, column: sa.Column, value: str) -> int:
     """The id of the row named ``value``, inserted if missing (races tolerated)."""
     found = _id_of(conn, table, column, value)
     if found is not None:
         return found
     try:
         with conn.begin_nested():
-            return conn.execute(sa.insert(table).values({column.name: value})).inserted_primary_key[
-                0
-            ]
+            return inserted_id(conn.execute(sa.insert(table).values({column.name: value})))
     except IntegrityError:
         found = _id_of(conn, table, column, value)  # another writer made it first
         if found is None:
@@ -155,7 +155,10 @@ def create(conn: Connection, uuid: str, owner: Owner) -> tuple[Consumer, bool]:
         if existing is None:
             raise
         return existing, False
-    return find(conn, uuid), True
+    created = find(conn, uuid)
+    if created is None:  # not after an INSERT in this very transaction
+        raise LookupError(uuid)
+    return created, True
 
 
 def set_owner(conn: Connection, consumer: Consumer, owner: Owner) -> None:
@@ -164,7 +167,7 @@ def set_owner(conn: Connection, consumer: Consumer, owner: Owner) -> None:
     Guarded by the generation like every consumer write; when it no longer
     matches, the bump that follows in the same transaction reports it.
     """
-    values = {}
+    values: dict[str, Any] = {}
     if (owner.project_pk, owner.user_pk) != (consumer.project_pk, consumer.user_pk):
         values.update(project_id=owner.project_pk, user_id=owner.user_pk)
     if owner.consumer_type_id and owner.consumer_type_id != consumer.consumer_type_id:

@@ -17,7 +17,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -52,13 +52,14 @@ def normalize_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def create_engine(url: str, db_conf=None) -> Engine:
-    """An engine for ``url`` configured from ``[placement_database]``."""
+def create_engine(url: str, db_conf: Any = None) -> Engine:
+    """An engine for ``url`` configured from ``[placement_database]`` (``db_conf``,
+    that group of the oslo.config options; None: the defaults)."""
     url = normalize_url(url)
     backend = make_url(url).get_backend_name()
     if backend == "sqlite":
         return _sqlite_engine(url, db_conf)
-    kwargs = {"pool_pre_ping": True, "isolation_level": "READ COMMITTED"}
+    kwargs: dict[str, Any] = {"pool_pre_ping": True, "isolation_level": "READ COMMITTED"}
     if db_conf is not None:
         kwargs.update(
             pool_recycle=db_conf.connection_recycle_time,
@@ -72,14 +73,14 @@ def create_engine(url: str, db_conf=None) -> Engine:
         if sql_mode:
 
             @event.listens_for(engine, "connect")
-            def _set_sql_mode(dbapi_conn, _record):
+            def _set_sql_mode(dbapi_conn: Any, _record: Any) -> None:
                 with dbapi_conn.cursor() as cursor:
                     cursor.execute("SET SESSION sql_mode = %s", (sql_mode,))
 
     return engine
 
 
-def _sqlite_engine(url: str, db_conf) -> Engine:
+def _sqlite_engine(url: str, db_conf: Any) -> Engine:
     busy = db_conf.sqlite_busy_timeout if db_conf is not None else 30
     engine = sa.create_engine(
         url,
@@ -89,7 +90,7 @@ def _sqlite_engine(url: str, db_conf) -> Engine:
     )
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record):
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         # Let SQLAlchemy, not pysqlite, decide when transactions begin.
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
@@ -100,7 +101,7 @@ def _sqlite_engine(url: str, db_conf) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn):
+    def _on_begin(conn: Connection) -> None:
         mode = conn.info.get("sqlite_begin", "DEFERRED")
         conn.exec_driver_sql(f"BEGIN {mode}")
 

@@ -8,6 +8,7 @@ callers can combine them into one statement, whatever the provider count.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -19,8 +20,11 @@ RPT = tables.resource_provider_traits
 RPA = tables.resource_provider_aggregates
 AGG = tables.placement_aggregates
 
+# A provider id column of some statement (the candidates search aliases them).
+Column = sa.ColumnElement[Any]
 
-def usage_subquery(rc_id: int | None = None):
+
+def usage_subquery(rc_id: int | None = None) -> sa.Subquery:
     """Used amounts per (provider, class); restricted to one class when given."""
     stmt = sa.select(
         ALLOC.c.resource_provider_id,
@@ -32,7 +36,7 @@ def usage_subquery(rc_id: int | None = None):
     return stmt.subquery()
 
 
-def providers_with_capacity(rc_id: int, amount: int):
+def providers_with_capacity(rc_id: int, amount: int) -> sa.Select:
     """Providers that can take ``amount`` more of the class, units respected."""
     usage = usage_subquery(rc_id)
     used = sa.func.coalesce(usage.c.used, 0)
@@ -57,21 +61,23 @@ def providers_with_capacity(rc_id: int, amount: int):
     )
 
 
-def has_any_trait(provider_id, trait_ids: Iterable[int]):
+def has_any_trait(provider_id: Column, trait_ids: Iterable[int]) -> sa.Exists:
     return sa.exists().where(
         RPT.c.resource_provider_id == provider_id, RPT.c.trait_id.in_(set(trait_ids))
     )
 
 
-def traits_condition(provider_id, any_of: list[set[int]], forbidden: set[int]):
+def traits_condition(
+    provider_id: Column, any_of: list[set[int]], forbidden: set[int]
+) -> sa.ColumnElement[bool]:
     """Every set in ``any_of`` has a member on the provider; no forbidden trait is."""
-    conditions = [has_any_trait(provider_id, ids) for ids in any_of]
+    conditions: list[sa.ColumnElement[bool]] = [has_any_trait(provider_id, ids) for ids in any_of]
     if forbidden:
         conditions.append(~has_any_trait(provider_id, forbidden))
     return sa.and_(sa.true(), *conditions)
 
 
-def in_any_aggregate(provider_id, aggregate_uuids: Iterable[str]):
+def in_any_aggregate(provider_id: Column, aggregate_uuids: Iterable[str]) -> sa.Exists:
     return sa.exists().where(
         RPA.c.resource_provider_id == provider_id,
         RPA.c.aggregate_id == AGG.c.id,
@@ -79,14 +85,18 @@ def in_any_aggregate(provider_id, aggregate_uuids: Iterable[str]):
     )
 
 
-def aggregates_condition(provider_id, any_of: list[frozenset[str]], forbidden: set[str]):
-    conditions = [in_any_aggregate(provider_id, uuids) for uuids in any_of]
+def aggregates_condition(
+    provider_id: Column, any_of: list[frozenset[str]], forbidden: set[str]
+) -> sa.ColumnElement[bool]:
+    conditions: list[sa.ColumnElement[bool]] = [
+        in_any_aggregate(provider_id, uuids) for uuids in any_of
+    ]
     if forbidden:
         conditions.append(~in_any_aggregate(provider_id, forbidden))
     return sa.and_(sa.true(), *conditions)
 
 
-def ids_in(column, ids: Iterable[int]):
+def ids_in(column: Column, ids: Iterable[int]) -> sa.ColumnElement[bool]:
     """``column IN (1, 2, ...)`` with the ids written into the SQL text.
 
     For long lists of ids the database itself gave us: a bound parameter per

@@ -8,7 +8,9 @@ from sqlalchemy.engine import Connection
 from placement_svc.db import tables
 
 
-def replace(conn: Connection, table: sa.Table, column: str, provider_id: int, wanted: set[int]):
+def replace(
+    conn: Connection, table: sa.Table, column: str, provider_id: int, wanted: set[int]
+) -> bool:
     """Make the provider linked to exactly ``wanted`` ids through ``table.<column>``;
     returns True when that changed anything."""
     other = table.c[column]

@@ -9,10 +9,10 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 
-def _config(connection=None) -> Config:
+def _config(connection: Connection | None = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(resources.files("placement_svc.migrations")))
     if connection is not None:
@@ -21,7 +21,11 @@ def _config(connection=None) -> Config:
 
 
 def head() -> str:
-    return ScriptDirectory.from_config(_config()).get_current_head()
+    """The newest revision the package ships."""
+    found = ScriptDirectory.from_config(_config()).get_current_head()
+    if found is None:  # not for an installed package: its migrations ship with it
+        raise LookupError("no migration scripts in placement_svc.migrations")
+    return found
 
 
 def current(engine: Engine) -> str | None:

@@ -13,7 +13,7 @@ RC = tables.resource_classes
 TRAIT = tables.traits
 
 
-def _ids(conn: Connection, table, names: Iterable[str]) -> dict[str, int]:
+def _ids(conn: Connection, table: sa.Table, names: Iterable[str]) -> dict[str, int]:
     # A NUL byte cannot be in a stored name (PostgreSQL refuses it in queries).
     wanted = {name for name in names if "\x00" not in name}
     if not wanted:

@@ -21,6 +21,7 @@ from placement_svc.db.exceptions import (
     UnknownResourceClass,
     UnknownTrait,
 )
+from placement_svc.db.records import inserted_id
 
 if TYPE_CHECKING:
     from placement_svc.queryparams import AggregateFilter, TraitFilter
@@ -42,11 +43,11 @@ class Provider:
     updated_at: datetime.datetime | None
 
     @property
-    def modified(self):
+    def modified(self) -> datetime.datetime | None:
         return self.updated_at or self.created_at
 
 
-def _select():
+def _select() -> sa.Select:
     parent = RP.alias("parent")
     root = RP.alias("root")
     return sa.select(
@@ -67,7 +68,7 @@ def _select():
     )
 
 
-def _record(row) -> Provider:
+def _record(row: sa.Row) -> Provider:
     return Provider(
         id=row.id,
         uuid=row.uuid,
@@ -110,15 +111,17 @@ def create(conn: Connection, name: str, uuid: str, parent: Provider | None) -> P
     _refuse_duplicates(conn, name=name, uuid=uuid)
     try:
         with conn.begin_nested():
-            new_id = conn.execute(
-                sa.insert(RP).values(
-                    uuid=uuid,
-                    name=name,
-                    generation=0,
-                    parent_provider_id=parent.id if parent else None,
-                    root_provider_id=parent.root_id if parent else None,
+            new_id = inserted_id(
+                conn.execute(
+                    sa.insert(RP).values(
+                        uuid=uuid,
+                        name=name,
+                        generation=0,
+                        parent_provider_id=parent.id if parent else None,
+                        root_provider_id=parent.root_id if parent else None,
+                    )
                 )
-            ).inserted_primary_key[0]
+            )
     except IntegrityError:
         # Lost a race: a duplicate was created, or the parent deleted, meanwhile.
         _refuse_duplicates(conn, name=name, uuid=uuid)

@@ -23,6 +23,14 @@ class Named:
         return self.updated_at or self.created_at
 
 
+def inserted_id(result: sa.CursorResult) -> int:
+    """The primary key of the row an INSERT of one row made."""
+    key = result.inserted_primary_key
+    if key is None:  # not for a single-row INSERT, which is all this is for
+        raise ValueError("the statement inserted no row")
+    return int(key[0])
+
+
 def storable(name: str) -> bool:
     """False for names no row can hold; PostgreSQL refuses to even compare
     a string with a NUL in it, so such names are never sent to it."""

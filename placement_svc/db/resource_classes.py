@@ -27,7 +27,7 @@ def is_standard(rc: Named) -> bool:
     return rc.id < tables.MIN_CUSTOM_RESOURCE_CLASS_ID
 
 
-def _record(row) -> Named:
+def _record(row: sa.Row) -> Named:
     return Named(row.id, row.name, row.created_at, row.updated_at)
 
 

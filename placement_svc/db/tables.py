@@ -9,6 +9,7 @@ os-resource-classes' list.
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from sqlalchemy import (
     Column,
@@ -23,15 +24,16 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.dialects import mysql
+from sqlalchemy.types import TypeEngine
 
 metadata = MetaData()
 
 # Names and uuids compare exactly on every backend (MySQL's default
 # collations would make "foo" and "FOO" the same provider name).
-_MYSQL = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
+_MYSQL: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
 
 
-def Name(length: int):  # noqa: N802 - reads like a column type
+def Name(length: int) -> TypeEngine[str]:  # noqa: N802 - reads like a column type
     return String(length).with_variant(
         mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
     )
@@ -46,7 +48,7 @@ def utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def _timestamps():
+def _timestamps() -> tuple[Column, Column]:
     return (
         Column("created_at", DateTime, nullable=True, default=utcnow),
         Column("updated_at", DateTime, nullable=True, onupdate=utcnow),

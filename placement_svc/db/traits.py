@@ -19,7 +19,7 @@ def is_standard(name: str) -> bool:
     return not name.startswith("CUSTOM_") and os_traits.is_valid_trait(name)
 
 
-def _record(row) -> Named:
+def _record(row: sa.Row) -> Named:
     return Named(row.id, row.name, row.created_at, row.updated_at)
 
 

@@ -25,7 +25,7 @@ RC = tables.resource_classes
 ALL_TYPES = "all"
 
 
-def _scoped(stmt, project_id: str, user_id: str | None):
+def _scoped(stmt: sa.Select, project_id: str, user_id: str | None) -> sa.Select:
     """Restrict a statement over allocations to the project (and user)."""
     joined = (
         ALLOC.join(CONSUMER, CONSUMER.c.uuid == ALLOC.c.consumer_id)
@@ -78,7 +78,9 @@ def by_type(
     return usages
 
 
-def _one_group(conn, project_id, user_id, key: str) -> dict[str, dict[str, int]]:
+def _one_group(
+    conn: Connection, project_id: str, user_id: str | None, key: str
+) -> dict[str, dict[str, int]]:
     where = [CONSUMER.c.consumer_type_id.is_(None)] if key == UNKNOWN_TYPE else []
     used = {
         row.name: int(row.used)
