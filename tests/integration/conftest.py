@@ -1,8 +1,8 @@
 """Units of work (``placement_svc.ops``) tested on a real connection, no HTTP.
 
-Every test runs once per backend of the matrix (tests/functional/databases.py:
-SQLite always, PostgreSQL and MariaDB when wanted and reachable), each time on
-an emptied database with the standard classes and traits in it.
+Every test runs once per backend of the matrix (tests/conftest.py: SQLite
+always, PostgreSQL and MariaDB when wanted and reachable), each time on an
+emptied database with the standard classes and traits in it.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import sqlalchemy as sa
 
 from placement_svc.db import names, tables
 from placement_svc.db.engine import Database
-from tests.functional import databases, fixtures
+from tests.functional import databases
 
 
-@pytest.fixture(params=databases.wanted_backends())
-def db(request) -> Database:
+@pytest.fixture
+def db(test_db: databases.TestDatabase) -> Database:
     """The unit of work's boundary over a fresh database of one backend."""
-    return fixtures.fresh_database(request.param).db
+    return test_db.db
 
 
 def new_uuid() -> str:
