@@ -102,7 +102,7 @@ class _Resource:
         raise errors.MethodNotAllowed(req.method, self.allowed)
 
 
-def _render_error(req, resp, error: errors.PlacementError) -> None:
+def render_error(req, resp, error: errors.PlacementError) -> None:
     """JSON for clients that prefer it (or say nothing), otherwise webob's
     HTML or plain text page, as upstream answers; but a 500 is always JSON
     with the request id, the one thing an operator needs to find it in the
@@ -131,7 +131,7 @@ def _render_error(req, resp, error: errors.PlacementError) -> None:
 
 
 def _handle_placement_error(req, resp, ex, _params):
-    _render_error(req, resp, ex)
+    render_error(req, resp, ex)
 
 
 def _handle_falcon_error(req, resp, ex: falcon.HTTPError, _params):
@@ -144,7 +144,7 @@ def _handle_falcon_error(req, resp, ex: falcon.HTTPError, _params):
     else:
         error = errors.PlacementError(ex.description or ex.title or "")
         error.status = ex.status_code
-    _render_error(req, resp, error)
+    render_error(req, resp, error)
 
 
 def _handle_database_fact(req, resp, ex, _params):
@@ -153,12 +153,12 @@ def _handle_database_fact(req, resp, ex, _params):
         error = errors.BadRequest("The request contains a value the database cannot store.")
     else:
         error = errors.ServiceUnavailable("The database is busy; please retry the request.")
-    _render_error(req, resp, error)
+    render_error(req, resp, error)
 
 
 def _handle_unexpected(req, resp, ex, _params):
     LOG.exception("unexpected error serving %s %s", req.method, req.relative_uri)
-    _render_error(req, resp, errors.InternalError("An unexpected error occurred."))
+    render_error(req, resp, errors.InternalError("An unexpected error occurred."))
 
 
 def create_falcon_app(db: Database, conf, enforcer=None) -> falcon.App:

@@ -20,7 +20,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
 from placement_svc import conf as placement_conf
-from placement_svc import errors, keystone_conf
+from placement_svc import keystone_conf
 from placement_svc.app import create_app
 from placement_svc.db import migration
 from placement_svc.db.engine import create_engine
@@ -113,8 +113,6 @@ def database_errors(url: str):
         raise Failure(f"database {shown}: {one_line(exc.orig or exc)}") from exc
     except sa_exc.SQLAlchemyError as exc:
         raise Failure(f"database {shown}: {one_line(exc)}") from exc
-    except errors.ServiceUnavailable as exc:
-        raise Failure(f"database {shown}: {exc.message}") from exc
 
 
 def make_engine(conf):

@@ -77,10 +77,6 @@ class RequestContext:
             enforcer=enforcer,
         )
 
-    @property
-    def is_admin(self) -> bool:
-        return "admin" in (role.lower() for role in self.roles)
-
     def to_policy_values(self) -> dict:
         """The credentials dict oslo.policy rules are checked against."""
         return {

@@ -37,7 +37,7 @@ def _not_found_app(detail: str) -> falcon.App:
         raise errors.NotFound(detail)
 
     def render(req, resp, error, _params):
-        app._render_error(req, resp, error)
+        app.render_error(req, resp, error)
 
     outside = falcon.App(media_type="application/json")
     outside.add_sink(sink, prefix="")

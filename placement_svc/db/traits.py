@@ -15,10 +15,6 @@ T = tables.traits
 RPT = tables.resource_provider_traits
 
 
-def is_standard(name: str) -> bool:
-    return not name.startswith("CUSTOM_") and os_traits.is_valid_trait(name)
-
-
 def _record(row: sa.Row) -> Named:
     return Named(row.id, row.name, row.created_at, row.updated_at)
 

@@ -18,7 +18,6 @@ from oslo_policy import policy
 ADMIN = "rule:admin_api"
 SERVICE = "rule:service_api"
 ADMIN_OR_SERVICE = "rule:admin_or_service_api"
-PROJECT_READER = "rule:project_reader_api"
 ADMIN_OR_PROJECT_READER_OR_SERVICE = "rule:admin_or_project_reader_or_service_api"
 
 # Rules that apply to project-scoped tokens only: a system- or

@@ -121,12 +121,6 @@ _ENFORCE_SCOPE = (
 ADMIN_HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
 
 
-def fresh_database(backend: str) -> databases.TestDatabase:
-    """``databases.fresh``, for tests/integration/conftest.py until it takes the
-    ``test_db`` fixture of tests/conftest.py as every other test does."""
-    return databases.fresh(backend)
-
-
 def api_client(application, headers=ADMIN_HEADERS):
     """An httpx client calling ``application`` in-process."""
     return httpx.Client(
