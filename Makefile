@@ -4,11 +4,11 @@
 #
 #   make serve              the API on http://127.0.0.1:8778 (SQLite, noauth2)
 #   make serve ARGS='--workers 4 --config-file /etc/placement/placement.conf'
-#   make test               the whole suite: ruff check and ruff format --check,
-#                           then pytest (slow tests included)
+#   make test               the whole suite: make lint, then pytest (slow tests
+#                           included)
 #   make test PYTEST_ARGS='-k traits'
 #   make test PYTEST_ARGS='-n 2 --dist loadscope -m "not slow"'
-#   make lint               ruff check and ruff format --check
+#   make lint               ruff check, ruff format --check and mypy (candidates/, db/)
 #   make format             ruff format, ruff check --fix
 #   make genconfig          regenerate etc/placement.conf.sample
 
@@ -36,6 +36,7 @@ test: lint
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -70,7 +70,7 @@ def search(conn: Connection, request: Request) -> Found:
         )
         .scalar_subquery()
     )
-    in_trees = RP.c.root_provider_id.in_(trees)
+    in_trees: ColumnElement[bool] = RP.c.root_provider_id.in_(trees)
     trait_names: dict[int, list[str]] = {}
     _load_providers(conn, found, in_trees, trait_names)
     # 3. Sharing providers and the trees they share with.

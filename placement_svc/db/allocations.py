@@ -10,7 +10,7 @@ inside the caller's one transaction:
 3. ``replace``: the generation of every provider the write touches is bumped
    with a conditional UPDATE before anything else, so a concurrent writer on
    the same provider either waits for us and then fails its bump, or made
-   its change before we read and we fail ours (``providers.ConcurrentUpdate``,
+   its change before we read and we fail ours (``ConcurrentUpdate``,
    which the caller answers by re-running the whole transaction); then the
    consumers' old allocations go, the capacity rules are checked against
    usage without them, the new rows are inserted, the consumers' generations
@@ -40,6 +40,7 @@ from placement_svc.db import capacity, consumers, names, providers, tables
 from placement_svc.db.consumers import Consumer, Owner
 from placement_svc.db.exceptions import (
     AllocationProviderNotFound,
+    ConcurrentUpdate,
     ConsumerChanged,
     ConsumerGenerationConflict,
     UnknownResourceClass,
@@ -306,4 +307,4 @@ def bump_providers(conn: Connection, touched: list[Provider]) -> None:
         .values(generation=RP.c.generation + 1, updated_at=tables.utcnow())
     )
     if result.rowcount != len(seen):
-        raise providers.ConcurrentUpdate(touched[0].uuid)
+        raise ConcurrentUpdate(touched[0].uuid)
