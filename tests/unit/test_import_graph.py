@@ -136,3 +136,44 @@ def test_the_command_line_imports_nothing_inside_functions():
         if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in top
     ]
     assert late == [], f"cli.py imports inside functions at lines {late}"
+
+
+# -- the arrows between layers (docs/architecture.rst) --------------------------
+
+
+def _imports(prefix: str) -> dict[str, set[str]]:
+    """Each module under ``prefix`` -> every dotted name it imports (external
+    ones included), with their parent packages."""
+    return {
+        module: {a for name in imported_names(module, path) for a in _ancestors(name)}
+        for module, path in module_names().items()
+        if module == prefix or module.startswith(prefix + ".")
+    }
+
+
+def _offending(prefix: str, forbidden: set[str]) -> dict[str, set[str]]:
+    found = {module: names & forbidden for module, names in _imports(prefix).items()}
+    return {module: names for module, names in found.items() if names}
+
+
+HTTP = {"falcon", f"{ROOT}.errors", f"{ROOT}.web", f"{ROOT}.api", f"{ROOT}.app"}
+
+
+def test_the_data_layer_knows_no_http_and_nothing_above_it():
+    above = {f"{ROOT}.ops", f"{ROOT}.candidates"}
+    assert _offending(f"{ROOT}.db", HTTP | above) == {}
+
+
+def test_the_units_of_work_know_no_http():
+    assert _offending(f"{ROOT}.ops", HTTP) == {}
+
+
+def test_the_candidate_rules_know_no_sql_and_no_web_framework():
+    for name in ("model", "request", "eligibility", "merge", "prune", "render"):
+        assert _offending(f"{ROOT}.candidates.{name}", {"sqlalchemy", "falcon"}) == {}
+
+
+def test_the_eligibility_rules_import_only_the_model_and_the_request():
+    graph = import_graph()
+    own = {m for m in graph[f"{ROOT}.candidates.eligibility"] if m != f"{ROOT}.candidates"}
+    assert own <= {f"{ROOT}.candidates.model", f"{ROOT}.candidates.request"}
