@@ -62,6 +62,14 @@ SAME_SUBTREE = _v(36)  # same_subtree and resourceless request groups
 REPARENTING = _v(37)  # re-parenting and un-parenting providers
 CONSUMER_TYPES = _v(38)  # consumer_type on allocations and usages
 ANY_TRAITS = _v(39)  # required=in:A,B and repeated required
+UPSTREAM_MAX_VERSION = ANY_TRAITS  # the newest version upstream Placement serves
+
+# placement-svc's own, from the spec documents upstream never built
+# (docs/microversions.rst has the history):
+ROOT_MEMBER_OF = _v(40)  # root_member_of on GET /allocation_candidates
+OPTIONAL_GROUP_POLICY = _v(41)  # group_policy may be left out: none
+GRANULAR_ISOLATE = _v(42)  # isolate=<suffixes>: anti-affinity of chosen groups
+SAME_SUBTREE_APART = _v(43)  # same_subtree=_X,!_Y: _Y outside _X's subtree
 
 
 class MicroversionError(Exception):

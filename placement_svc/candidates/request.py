@@ -48,6 +48,16 @@ class Request:
     root_forbidden: set[str] = field(default_factory=set)
     same_subtrees: list[set[str]] = field(default_factory=list)
     nested: bool = True  # nested providers may combine in one candidate (1.29+)
+    # placement-svc's own (1.40+), see docs/microversions.rst:
+    # root_member_of: the aggregates the root of a candidate's tree is in
+    root_member_of: AggregateFilter = field(default_factory=AggregateFilter)
+    # suffixes whose providers serve no other suffixed group: isolate=_A,_B,
+    # and every granular suffix under group_policy=isolate
+    isolated: frozenset[str] = frozenset()
+    # same_subtree with negated suffixes: (positive, negated) per value; a
+    # negated group's provider is neither the positive groups' subtree root
+    # nor below it
+    apart: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)
 
     @property
     def isolate(self) -> bool:
@@ -108,6 +118,8 @@ def parse(params: dict[str, list[str]], version: Version) -> Request:
             'The "group_policy" parameter is required when specifying more than one '
             '"resources{N}" parameter.'
         )
+    if request.isolate:
+        request.isolated = frozenset(g.suffix for g in granular)
     return request
 
 
