@@ -125,7 +125,7 @@ def render_error(req, resp, error: errors.PlacementError) -> None:
     request_id = req.env.get(middleware.ENV_REQUEST_ID)
     body = errors.error_body(error, request_id, with_code)
     if getattr(error, "version_range", False) and error.status == 406:
-        body["errors"][0]["max_version"] = str(mv.MAX_VERSION)
+        body["errors"][0]["max_version"] = str(mv.max_version(req.env))
         body["errors"][0]["min_version"] = str(mv.MIN_VERSION)
     resp.text = json.dumps(body)
 
@@ -162,7 +162,7 @@ def _handle_unexpected(req, resp, ex, _params):
 
 
 def create_falcon_app(db: Database, conf, enforcer=None) -> falcon.App:
-    plumbing = middleware.Plumbing(enforcer)
+    plumbing = middleware.Plumbing(enforcer, mv.served_up_to(conf.api.max_microversion))
     app = falcon.App(middleware=[plumbing], media_type="application/json")
     app.req_options.keep_blank_qs_values = True
     app.req_options.auto_parse_qs_csv = False

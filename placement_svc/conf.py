@@ -11,6 +11,8 @@ from oslo_config import cfg
 from oslo_middleware import cors, http_proxy_to_wsgi
 from oslo_policy import opts as policy_opts
 
+from placement_svc import microversion as mv
+
 QUICKSTART_CONNECTION = "sqlite:///placement.sqlite"
 
 database_opts = [
@@ -105,6 +107,14 @@ api_opts = [
         ],
         help="How requests are authenticated. When placement-svc runs with no "
         "configuration file at all it uses noauth2.",
+    ),
+    cfg.StrOpt(
+        "max_microversion",
+        choices=[f"1.{minor}" for minor in range(39, mv.MAX_VERSION.minor + 1)],
+        help="The newest microversion served and advertised. Unset: the newest "
+        "placement-svc has. 1.39 serves exactly what upstream Placement serves: "
+        "placement-svc's own versions (1.40 and later, see docs/microversions.rst) "
+        "are then refused as any version upstream does not know, with 406.",
     ),
 ]
 

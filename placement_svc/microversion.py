@@ -2,7 +2,8 @@
 
 Handlers compare the request's version with a named feature
 (``if req_version >= mv.NESTED_PROVIDERS``), never with a bare tuple.
-The comment on each name is the upstream history line it stands for.
+The comment on each name is the upstream history line it stands for; above
+1.39 the versions are placement-svc's own (docs/microversions.rst).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ SERVICE_TYPE = "placement"
 HEADER = "OpenStack-API-Version"
 
 MIN_VERSION = Version(1, 0)
-MAX_VERSION = Version(1, 39)
-VERSIONS = [f"1.{minor}" for minor in range(MIN_VERSION.minor, MAX_VERSION.minor + 1)]
+# The newest version a request may get where a service is configured with
+# [api] max_microversion: the middleware puts it in the WSGI environ.
+ENV_MAX_VERSION = "placement.max_microversion"
 
 
 def _v(minor: int) -> Version:
@@ -71,6 +73,22 @@ OPTIONAL_GROUP_POLICY = _v(41)  # group_policy may be left out: none
 GRANULAR_ISOLATE = _v(42)  # isolate=<suffixes>: anti-affinity of chosen groups
 SAME_SUBTREE_APART = _v(43)  # same_subtree=_X,!_Y: _Y outside _X's subtree
 
+MAX_VERSION = SAME_SUBTREE_APART  # the newest this service can serve
+VERSIONS = [f"1.{minor}" for minor in range(MIN_VERSION.minor, MAX_VERSION.minor + 1)]
+
+
+def served_up_to(setting: str | None) -> Version:
+    """The newest version to serve, from [api] max_microversion ("1.39" for
+    strict upstream parity); None or empty: the newest there is."""
+    if not setting:
+        return MAX_VERSION
+    return microversion_parse.parse_version_string(setting)
+
+
+def max_version(environ) -> Version:
+    """The newest version served to this request (the configured cap)."""
+    return environ.get(ENV_MAX_VERSION, MAX_VERSION)
+
 
 class MicroversionError(Exception):
     """The header could not be used; ``status`` says whether 400 or 406."""
@@ -81,15 +99,17 @@ class MicroversionError(Exception):
         self.message = message
 
 
-def from_headers(headers) -> Version:
+def from_headers(headers, newest: Version = MAX_VERSION) -> Version:
     """Return the requested version (the minimum when none is asked for).
 
-    ``headers`` is a mapping or a WSGI environ. ``latest`` is the maximum.
-    A malformed version raises MicroversionError(400); a well-formed one
-    outside 1.0-1.39 raises MicroversionError(406).
+    ``headers`` is a mapping or a WSGI environ; ``newest`` the newest version
+    served (``latest`` means it). A malformed version raises
+    MicroversionError(400); a well-formed one outside 1.0-``newest`` raises
+    MicroversionError(406).
     """
+    served = VERSIONS[: newest.minor - MIN_VERSION.minor + 1]
     try:
-        return microversion_parse.extract_version(headers, SERVICE_TYPE, VERSIONS)
+        return microversion_parse.extract_version(headers, SERVICE_TYPE, served)
     except ValueError as exc:  # well formed, not served here
         raise MicroversionError(406, f"Invalid microversion: {exc}") from None
     except TypeError as exc:  # not a version at all
@@ -99,7 +119,7 @@ def from_headers(headers) -> Version:
         raise MicroversionError(
             400,
             f"Invalid microversion: {problem}; expected '{SERVICE_TYPE} X.Y' with a "
-            f"version from {MIN_VERSION} to {MAX_VERSION}, or '{SERVICE_TYPE} latest'",
+            f"version from {MIN_VERSION} to {newest}, or '{SERVICE_TYPE} latest'",
         ) from None
 
 

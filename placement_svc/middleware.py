@@ -20,11 +20,13 @@ MAX_URL_LENGTH = 16384
 
 
 class Plumbing:
-    def __init__(self, enforcer=None):
+    def __init__(self, enforcer=None, newest=mv.MAX_VERSION):
         self.enforcer = enforcer  # the application's policy enforcer, for ctx.can()
+        self.newest = newest  # the newest microversion served ([api] max_microversion)
 
     def process_request(self, req, resp):
         env = req.env
+        env[mv.ENV_MAX_VERSION] = self.newest
         request_id = env.get(ENV_REQUEST_ID) or f"req-{uuid.uuid4()}"
         env[ENV_REQUEST_ID] = request_id
         ctx = RequestContext.from_environ(env, request_id, self.enforcer)
@@ -35,7 +37,7 @@ class Plumbing:
         if ctx.user_id is None and env.get("PATH_INFO", "") not in auth.ROOT_PATHS:
             raise errors.AuthenticationRequired(env.get(auth.ENV_MISSING_CREDENTIALS, ""))
         try:
-            ctx.version = mv.from_headers(env)
+            ctx.version = mv.from_headers(env, self.newest)
         except mv.MicroversionError as exc:
             error = (errors.NotAcceptable if exc.status == 406 else errors.BadRequest)(exc.message)
             error.version_range = True

@@ -10,7 +10,7 @@ def home(req, resp):
         "versions": [
             {
                 "id": f"v{mv.MIN_VERSION}",
-                "max_version": str(mv.MAX_VERSION),
+                "max_version": str(mv.max_version(req.env)),
                 "min_version": str(mv.MIN_VERSION),
                 "status": "CURRENT",
                 # Relative on purpose: the service never learns its public URL.

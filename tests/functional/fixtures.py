@@ -52,12 +52,18 @@ def for_backend(backend: str, slot) -> dict:
     """The fixture classes a YAML file may name, bound to one backend."""
 
     class APIFixture(fixture.GabbiFixture):
+        """Every microversion placement-svc has, its own (1.40+) included."""
+
         config_overrides: dict = {}
+        max_microversion: str | None = None
 
         def start_fixture(self):
             test_db = databases.get(backend)
             test_db.reset()
-            cfg = make_conf(**self.config_overrides)
+            overrides = dict(self.config_overrides)
+            if self.max_microversion:
+                overrides["api.max_microversion"] = self.max_microversion
+            cfg = make_conf(**overrides)
             slot.app = app.create_app(cfg, test_db.db)
             for name in UUID_NAMES:
                 os.environ[name] = str(uuid.uuid4())
@@ -67,23 +73,30 @@ def for_backend(backend: str, slot) -> dict:
         def stop_fixture(self):
             slot.app = None
 
-    class CORSFixture(APIFixture):
+    class ParityFixture(APIFixture):
+        """[api] max_microversion = 1.39: the service as upstream's clients and
+        tests see it. The suites written for upstream's API run with it, so
+        the cap is proven to keep them byte for byte as they were."""
+
+        max_microversion = "1.39"
+
+    class CORSFixture(ParityFixture):
         """CORS on for one origin; every other [cors] option at its default."""
 
         config_overrides = {"cors.allowed_origin": ["http://valid.example.com"]}
 
-    class LegacyRBACFixture(APIFixture):
+    class LegacyRBACFixture(ParityFixture):
         """Policy with the deprecated admin-only defaults ORed in, as upstream
         deployments that set [oslo_policy] enforce_new_defaults = False."""
 
         config_overrides = {"oslo_policy.enforce_new_defaults": False}
 
-    class SecureRBACFixture(APIFixture):
+    class SecureRBACFixture(ParityFixture):
         """Policy with the new defaults only, and scope enforced."""
 
         config_overrides = {"oslo_policy.enforce_new_defaults": True, **_ENFORCE_SCOPE}
 
-    class OpenPolicyFixture(APIFixture):
+    class OpenPolicyFixture(ParityFixture):
         """A policy file that opens every API rule ("@") to any caller."""
 
         def start_fixture(self):
@@ -102,6 +115,7 @@ def for_backend(backend: str, slot) -> dict:
 
     return {
         "APIFixture": APIFixture,
+        "ParityFixture": ParityFixture,
         "CORSFixture": CORSFixture,
         "LegacyRBACFixture": LegacyRBACFixture,
         "SecureRBACFixture": SecureRBACFixture,
