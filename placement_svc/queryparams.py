@@ -130,19 +130,23 @@ def required(values: list[str], version: Version, suffix: str = "") -> TraitFilt
     return result
 
 
-def member_of(values: list[str], version: Version, suffix: str = "") -> AggregateFilter:
+def member_of(
+    values: list[str], version: Version, suffix: str = "", name: str = "member_of"
+) -> AggregateFilter:
     """``member_of``: a uuid, ``in:`` uuids (any of), ``!uuid`` / ``!in:`` (from 1.32).
 
-    Repeating the parameter (AND of each) needs 1.24.
+    Repeating the parameter (AND of each) needs 1.24. ``name`` is the
+    parameter the messages name: root_member_of (1.40) takes the same forms
+    and gets the same words about itself.
     """
-    param = f"member_of{suffix}"
+    param = f"{name}{suffix}"
     if len(values) > 1 and version < mv.MULTI_MEMBER_OF:
         raise _bad(f"Multiple {param} parameters are not supported")
     result = AggregateFilter()
     for value in values:
         if "," in value and not (value.startswith("in:") or value.startswith("!in:")):
             raise _bad(
-                "Multiple values for 'member_of' must be prefixed with the 'in:' or "
+                f"Multiple values for '{name}' must be prefixed with the 'in:' or "
                 f"'!in:' keyword using the valid microversion. Got: {value}"
             )
         negative = value.startswith("!")
@@ -151,7 +155,7 @@ def member_of(values: list[str], version: Version, suffix: str = "") -> Aggregat
         for aggregate in uuids:
             if not is_uuid_like(aggregate):
                 raise _bad(
-                    "Invalid query string parameters: Expected 'member_of' parameter to "
+                    f"Invalid query string parameters: Expected '{name}' parameter to "
                     f"contain valid UUID(s). Got: {aggregate}"
                 )
         if negative:

@@ -5,8 +5,8 @@ search.py reads rows into a Found (providers, room, traits, aggregates,
 sharing); the rules here decide from that data alone, so they can be tested
 on a hand-built Found. Per group: room for its amounts, forbidden traits,
 the any-of trait sets of a granular group, member_of (any-of and forbidden
-aggregates) and in_tree. Request-wide: root_required / root_forbidden on the
-anchors. A new request-wide filter goes here (with its parsing in
+aggregates) and in_tree. Request-wide: root_required / root_forbidden and
+root_member_of on the anchors. A new request-wide filter goes here (with its parsing in
 request.py); rules that need several providers at once (group_policy,
 same_subtree, the unsuffixed group's collective traits) are merge.py's.
 """
@@ -145,9 +145,20 @@ def qualifies(
 
 def anchors(found: Found, request: Request) -> list[int]:
     """Trees a candidate may be built on, in id order: every loaded tree
-    whose root meets root_required and root_forbidden."""
+    whose root meets root_required, root_forbidden and root_member_of. The
+    rules are the root's alone: a child's traits or aggregates, and the
+    sharing providers a candidate may add, do not count."""
     roots = sorted({p.root_id for p in found.providers.values()})
-    if not (request.root_required or request.root_forbidden):
-        return roots
-    required, forbidden, traits = request.root_required, request.root_forbidden, found.traits
-    return [root for root in roots if required <= traits[root] and not (forbidden & traits[root])]
+    if request.root_required or request.root_forbidden:
+        required, forbidden, traits = request.root_required, request.root_forbidden, found.traits
+        roots = [r for r in roots if required <= traits[r] and not (forbidden & traits[r])]
+    if request.root_member_of:
+        roots = [r for r in roots if in_aggregates(request, found.aggregates.get(r, _NONE))]
+    return roots
+
+
+def in_aggregates(request: Request, held: frozenset[str]) -> bool:
+    """Whether a root in aggregates ``held`` meets root_member_of: one of
+    each any-of list (every repetition must hold), none of the forbidden."""
+    member_of = request.root_member_of
+    return all(held & any_of for any_of in member_of.any_of) and not (held & member_of.forbidden)

@@ -88,7 +88,28 @@ def _key_pattern(version: Version) -> re.Pattern[str]:
 def parse(params: dict[str, list[str]], version: Version) -> Request:
     """Build a Request from query parameters (each key's values, in order)."""
     request = Request(groups={}, nested=version >= mv.NESTED_CANDIDATES)
-    _parse_request_wide(params, request)
+    _parse_request_wide(params, request, version)
+    _parse_groups(params, request, version)
+    if version >= mv.SAME_SUBTREE:
+        _check_resourceless(request)
+    else:
+        _check_orphans(request)
+    if version >= mv.FORBIDDEN_TRAITS:
+        _check_conflicts(request)
+    granular = [g.suffix for g in request.groups.values() if g.same_provider]
+    _check_isolated(request, granular)
+    if request.group_policy is None and len(granular) > 1 and version < mv.OPTIONAL_GROUP_POLICY:
+        raise _bad(
+            'The "group_policy" parameter is required when specifying more than one '
+            '"resources{N}" parameter.'
+        )
+    if request.isolate:
+        request.isolated = frozenset(granular)
+    return request
+
+
+def _parse_groups(params: dict[str, list[str]], request: Request, version: Version) -> None:
+    """Every ``resources``/``required``/``member_of``/``in_tree`` key, into its group."""
     pattern = _key_pattern(version)
     for key, values in params.items():
         match = pattern.match(key)
@@ -106,21 +127,6 @@ def parse(params: dict[str, list[str]], version: Version) -> Request:
             group.in_tree = _last_of(values, queryparams.in_tree, suffix)
     if "" in request.groups:  # the unsuffixed group first, then in query order
         request.groups = {"": request.groups.pop(""), **request.groups}
-    if version >= mv.SAME_SUBTREE:
-        _check_resourceless(request)
-    else:
-        _check_orphans(request)
-    if version >= mv.FORBIDDEN_TRAITS:
-        _check_conflicts(request)
-    granular = [g for g in request.groups.values() if g.same_provider]
-    if request.group_policy is None and len(granular) > 1:
-        raise _bad(
-            'The "group_policy" parameter is required when specifying more than one '
-            '"resources{N}" parameter.'
-        )
-    if request.isolate:
-        request.isolated = frozenset(g.suffix for g in granular)
-    return request
 
 
 def _last_of(values: list[str], parse: Callable[[str, str], T], suffix: str) -> T:
@@ -134,7 +140,7 @@ _LIMIT_PATTERN = str(schema.LIMIT["pattern"])
 _LIMIT = re.compile(_LIMIT_PATTERN)
 
 
-def _parse_request_wide(params: dict[str, list[str]], request: Request) -> None:
+def _parse_request_wide(params: dict[str, list[str]], request: Request, version: Version) -> None:
     if "limit" in params:
         # The schema checked the last value; upstream uses the first.
         first = params["limit"][0]
@@ -148,43 +154,110 @@ def _parse_request_wide(params: dict[str, list[str]], request: Request) -> None:
     if "group_policy" in params:
         request.group_policy = params["group_policy"][0]
     if "root_required" in params:
-        values = params["root_required"]
-        if len(values) > 1:
-            raise _bad(
-                "Query parameter 'root_required' may be specified only once.",
-                errors.ILLEGAL_DUPLICATE_QUERYPARAM,
-            )
-        if values[0].startswith("in:"):
-            raise _bad(
-                "Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,"
-                "CUSTOM_MAGIC' is not supported in the 'root_required' query parameter. "
-                f"Got: {values[0]}"
-            )
-        names = [n.strip() for n in values[0].split(",")]
-        # Upstream strips every leading '!': '!!FOO' forbids FOO.
-        forbidden = {n.lstrip("!") for n in names if n.startswith("!")}
-        if not all(names) or not all(forbidden):
-            raise _bad(
-                "Invalid query string parameters: Expected 'root_required' parameter value "
-                f"of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC. Got an empty trait in: {values[0]}"
-            )
-        required = {n for n in names if not n.startswith("!")}
-        conflicts = sorted(required & forbidden)
-        if conflicts:
-            raise _bad(
-                "Conflicting required and forbidden traits found in root_required: "
-                + ", ".join(conflicts),
-                errors.QUERYPARAM_BAD_VALUE,
-            )
-        request.root_required, request.root_forbidden = required, forbidden
+        request.root_required, request.root_forbidden = _root_required(params["root_required"])
+    negation = version >= mv.SAME_SUBTREE_APART
     for value in params.get("same_subtree", []):
-        suffixes = {s.strip() for s in value.split(",")}
-        if "" in suffixes:
+        _parse_same_subtree(value, request, negation)
+    if "root_member_of" in params and version >= mv.ROOT_MEMBER_OF:
+        # The same forms, repetition and words as member_of, about the root.
+        request.root_member_of = queryparams.member_of(
+            params["root_member_of"], version, name="root_member_of"
+        )
+    if "isolate" in params and version >= mv.GRANULAR_ISOLATE:
+        request.isolated = _isolate(params["isolate"], "group_policy" in params)
+
+
+def _root_required(values: list[str]) -> tuple[set[str], set[str]]:
+    """root_required's one value -> (required, forbidden) trait names."""
+    if len(values) > 1:
+        raise _bad(
+            "Query parameter 'root_required' may be specified only once.",
+            errors.ILLEGAL_DUPLICATE_QUERYPARAM,
+        )
+    if values[0].startswith("in:"):
+        raise _bad(
+            "Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,"
+            "CUSTOM_MAGIC' is not supported in the 'root_required' query parameter. "
+            f"Got: {values[0]}"
+        )
+    names = [n.strip() for n in values[0].split(",")]
+    # Upstream strips every leading '!': '!!FOO' forbids FOO.
+    forbidden = {n.lstrip("!") for n in names if n.startswith("!")}
+    if not all(names) or not all(forbidden):
+        raise _bad(
+            "Invalid query string parameters: Expected 'root_required' parameter value "
+            f"of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC. Got an empty trait in: {values[0]}"
+        )
+    required = {n for n in names if not n.startswith("!")}
+    conflicts = sorted(required & forbidden)
+    if conflicts:
+        raise _bad(
+            "Conflicting required and forbidden traits found in root_required: "
+            + ", ".join(conflicts),
+            errors.QUERYPARAM_BAD_VALUE,
+        )
+    return required, forbidden
+
+
+def _parse_same_subtree(value: str, request: Request, negation: bool) -> None:
+    """One same_subtree value: its suffixes share a subtree. From 1.43
+    (``negation``) a ``!`` suffix is kept out of that subtree instead: the
+    value then also goes to ``apart``. Before 1.43 a ``!`` is part of the
+    suffix (and so names no group: today's 400)."""
+    parts = [s.strip() for s in value.split(",")]
+    negated = {p[1:] for p in parts if negation and p.startswith("!")}
+    positive = {p for p in parts if not (negation and p.startswith("!"))}
+    if "" in positive or "" in negated:
+        raise _bad(
+            "Empty string (unsuffixed group) can not be specified in `same_subtree` ",
+            errors.QUERYPARAM_BAD_VALUE,
+        )
+    if negated:
+        if not positive:
             raise _bad(
-                "Empty string (unsuffixed group) can not be specified in `same_subtree` ",
+                "A `same_subtree` value needs at least one suffix that is not negated "
+                f"with '!': the subtree the others are kept out of. Got: {value}",
                 errors.QUERYPARAM_BAD_VALUE,
             )
-        request.same_subtrees.append(suffixes)
+        both = sorted(positive & negated)
+        if both:
+            raise _bad(
+                f"Suffixes both in and negated in one `same_subtree` value: {both}. Got: {value}",
+                errors.QUERYPARAM_BAD_VALUE,
+            )
+        request.apart.append((frozenset(positive), frozenset(negated)))
+    request.same_subtrees.append(positive)
+
+
+def _isolate(values: list[str], with_group_policy: bool) -> frozenset[str]:
+    """isolate's suffixes (the union of every value); whether each names a
+    granular group is checked once the groups are known."""
+    if with_group_policy:
+        raise _bad(
+            'The "isolate" and "group_policy" parameters can not be used together: '
+            '"isolate" names the groups to keep apart, "group_policy" all of them or none.',
+            errors.QUERYPARAM_BAD_VALUE,
+        )
+    suffixes: set[str] = set()
+    for value in values:
+        parts = {s.strip() for s in value.split(",")}
+        if "" in parts:
+            raise _bad(
+                "Empty string (unsuffixed group) can not be specified in `isolate` ",
+                errors.QUERYPARAM_BAD_VALUE,
+            )
+        suffixes |= parts
+    return frozenset(suffixes)
+
+
+def _check_isolated(request: Request, granular: list[str]) -> None:
+    """Every suffix isolate names is a granular group of the request."""
+    unknown = sorted(request.isolated - set(granular))
+    if unknown:
+        raise _bad(
+            f"Real suffixes should be specified in `isolate`: {unknown} not found in {granular}.",
+            errors.QUERYPARAM_BAD_VALUE,
+        )
 
 
 def _check_resourceless(request: Request) -> None:
@@ -196,7 +269,8 @@ def _check_resourceless(request: Request) -> None:
             errors.QUERYPARAM_MISSING_VALUE,
         )
     in_subtrees = set().union(*request.same_subtrees)
-    bad = [s for s in resourceless if s not in in_subtrees]
+    negated = set().union(*(apart for _, apart in request.apart))  # may be resourceless
+    bad = [s for s in resourceless if s not in in_subtrees | negated]
     if bad:
         raise _bad(
             "Resourceless suffixed group request should be specified in `same_subtree` "
@@ -204,6 +278,7 @@ def _check_resourceless(request: Request) -> None:
             errors.QUERYPARAM_BAD_VALUE,
         )
     unknown = sorted(s for s in in_subtrees if s not in request.groups)
+    unknown += sorted(f"!{s}" for s in negated if s not in request.groups)
     if unknown:
         raise _bad(
             f"Real suffixes should be specified in `same_subtree`: {unknown} not found in "

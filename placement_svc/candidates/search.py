@@ -3,9 +3,10 @@
 A bounded number of statements per request, whatever the number of
 providers: the room of the requested classes, then the providers of the
 trees involved with their traits, the sharing providers' aggregate
-neighbours and, for member_of, the providers' aggregates. The rows become a
-Found; which providers may serve which group is decided from it by
-eligibility.py (pure), combining groups into candidates is merge.py.
+neighbours and, for member_of, the providers' aggregates (for root_member_of
+alone, the roots'). The rows become a Found; which providers may serve which
+group is decided from it by eligibility.py (pure), combining groups into
+candidates is merge.py.
 """
 
 from __future__ import annotations
@@ -81,9 +82,13 @@ def search(conn: Connection, request: Request) -> Found:
         _load_providers(conn, found, more, trait_names)
         in_trees = in_trees | more
     found.traits = _interned(trait_names, found.providers)
-    # Aggregates matter only to member_of (sharing has its own query above).
+    # Aggregates matter only to member_of (sharing has its own query above)
+    # and to root_member_of, which reads the roots' alone.
     if any(group.member_of for group in request.groups.values()):
         found.aggregates = _aggregates(conn, found.providers, in_trees)
+    elif request.root_member_of:
+        roots = in_trees & (RP.c.id == RP.c.root_provider_id)
+        found.aggregates = _aggregates(conn, found.providers, roots)
     eligibility.apply(found, request)
     return found
 

@@ -53,6 +53,12 @@ def _build(version) -> Schema:
         properties["root_required"] = _STRING
     if version >= mv.SAME_SUBTREE:
         properties["same_subtree"] = _STRING
+    # placement-svc's own: 1.41 (group_policy optional) and 1.43 (! in
+    # same_subtree) change values, not keys, so they need no schema here.
+    if version >= mv.ROOT_MEMBER_OF:
+        properties["root_member_of"] = _STRING
+    if version >= mv.GRANULAR_ISOLATE:
+        properties["isolate"] = _STRING
     # The keys in upstream's order: jsonschema reports the first failing rule
     # in that order, so a query that breaks two ("resources1" alone at 1.24)
     # gets upstream's words ("'resources' is a required property").
@@ -79,6 +85,8 @@ _CHANGES = (
     mv.STRING_SUFFIXES,
     mv.ROOT_REQUIRED,
     mv.SAME_SUBTREE,
+    mv.ROOT_MEMBER_OF,
+    mv.GRANULAR_ISOLATE,
 )
 _BY_VERSION = [(feature, _build(feature)) for feature in _CHANGES]
 

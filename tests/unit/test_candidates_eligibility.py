@@ -10,7 +10,10 @@ provider's root's aggregates count for it, but not for a sharing provider nor
 for a granular group; in_tree (the whole tree of the named provider, sharing
 providers outside it excluded, an unknown uuid giving nothing). Request-wide:
 the anchors are every tree, in id order, less those whose root fails
-root_required / root_forbidden (a child's traits do not count).
+root_required / root_forbidden (a child's traits do not count) or, from 1.40,
+root_member_of (the root's own aggregates: any-of lists, forbidden ones,
+repetitions that must all hold; a child's aggregates do not count, and
+sharing providers may still serve the trees that remain).
 """
 
 from __future__ import annotations
@@ -70,8 +73,8 @@ class World:
         chosen = eligibility.group_options(self.found, group)
         return {key: [self.names[pid] for pid in pids] for key, pids in chosen.items()}
 
-    def anchors(self, qs: str) -> list[str]:
-        return [self.names[pid] for pid in eligibility.anchors(self.found, ask(qs))]
+    def anchors(self, qs: str, version=LATEST) -> list[str]:
+        return [self.names[pid] for pid in eligibility.anchors(self.found, ask(qs, version))]
 
 
 # Room
@@ -288,3 +291,71 @@ def test_apply_fills_the_options_of_every_group_and_the_anchors():
     eligibility.apply(world.found, wanted)
     assert world.found.options == {"": {"MEMORY_MB": [1, 3]}, "1": {None: [2, 3]}}
     assert world.found.roots == [3]
+
+
+# root_member_of (1.40): the root's aggregates decide, as root_required its traits.
+
+ROOT_MEMBER_OF = Version(1, 40)
+AZ_1, AZ_2 = AGG_A, AGG_B
+
+
+def zones() -> World:
+    """host1 in AZ_1, host2 in AZ_2, host3 in both, host4 in none but its
+    NUMA child in AZ_1; storage shared with all, in AZ_2 only."""
+    world = World()
+    world.provider("host1", room={"VCPU": 4}, aggregates=[AZ_1])
+    world.provider("host2", room={"VCPU": 4}, aggregates=[AZ_2])
+    world.provider("host3", room={"VCPU": 4}, aggregates=[AZ_1, AZ_2])
+    world.provider("host4")
+    world.provider("numa4", parent="host4", room={"VCPU": 4}, aggregates=[AZ_1])
+    world.provider("storage", room={"DISK_GB": 100}, traits=[SHARING], aggregates=[AZ_2])
+    return world
+
+
+def test_root_member_of_keeps_the_trees_whose_root_is_in_the_aggregate():
+    anchors = zones().anchors(f"resources=VCPU:1&root_member_of={AZ_1}", ROOT_MEMBER_OF)
+    assert anchors == ["host1", "host3"]  # not host4: its child's aggregate does not count
+
+
+def test_root_member_of_in_takes_roots_in_any_of_the_aggregates():
+    anchors = zones().anchors(f"resources=VCPU:1&root_member_of=in:{AZ_1},{AZ_2}", ROOT_MEMBER_OF)
+    assert anchors == ["host1", "host2", "host3", "storage"]
+
+
+def test_a_forbidden_root_aggregate_leaves_out_the_trees_whose_root_is_in_it():
+    world = zones()
+    qs = f"resources=VCPU:1&root_member_of=!{AZ_1}"
+    assert world.anchors(qs, ROOT_MEMBER_OF) == ["host2", "host4", "storage"]
+    qs = f"resources=VCPU:1&root_member_of=!in:{AZ_1},{AZ_2}"
+    assert world.anchors(qs, ROOT_MEMBER_OF) == ["host4"]
+
+
+def test_repeated_root_member_of_must_all_hold():
+    world = zones()
+    qs = f"resources=VCPU:1&root_member_of={AZ_1}&root_member_of={AZ_2}"
+    assert world.anchors(qs, ROOT_MEMBER_OF) == ["host3"]
+    qs = f"resources=VCPU:1&root_member_of=in:{AZ_1},{AZ_2}&root_member_of=!{AZ_2}"
+    assert world.anchors(qs, ROOT_MEMBER_OF) == ["host1"]
+
+
+def test_root_member_of_and_root_required_both_hold():
+    world = zones()
+    world.found.traits[world.ids["host3"]] = frozenset({"CUSTOM_FAST"})
+    qs = f"resources=VCPU:1&root_member_of={AZ_1}&root_required=!CUSTOM_FAST"
+    assert world.anchors(qs, ROOT_MEMBER_OF) == ["host1"]
+
+
+def test_sharing_providers_still_serve_the_trees_root_member_of_keeps():
+    world = zones()
+    wanted = ask(f"resources=VCPU:1,DISK_GB:10&root_member_of={AZ_1}", ROOT_MEMBER_OF)
+    eligibility.apply(world.found, wanted)
+    names = world.names
+    assert [names[pid] for pid in world.found.roots] == ["host1", "host3"]
+    # The storage is in AZ_2 only, yet it may serve the AZ_1 hosts' DISK_GB.
+    assert [names[pid] for pid in world.found.options[""]["DISK_GB"]] == ["storage"]
+    assert [names[pid] for pid in world.found.options[""]["VCPU"]] == [
+        "host1",
+        "host2",
+        "host3",
+        "numa4",
+    ]

@@ -421,3 +421,191 @@ def test_suffixes_are_case_sensitive():
 def test_before_1_29_candidates_are_not_nested():
     assert query("resources=VCPU:1", v(28)).nested is False
     assert query("resources=VCPU:1", v(29)).nested is True
+
+
+# placement-svc's own microversions (1.40-1.43): each parameter or value form
+# from its version on; below it, the behaviour of 1.39 exactly.
+
+ROOT_MEMBER_OF, OPTIONAL_POLICY, ISOLATE, APART = v(40), v(41), v(42), v(43)
+TWO_GROUPS = "resources_A=VCPU:1&resources_B=VCPU:1"
+
+
+@pytest.mark.parametrize(
+    ("qs", "first_minor"),
+    [
+        (f"resources=VCPU:1&root_member_of={AGG1}", 40),
+        ("resources_A=VCPU:1&isolate=_A", 42),
+    ],
+)
+def test_each_own_parameter_from_its_microversion(qs, first_minor):
+    assert schema_accepts(qs, v(first_minor))
+    assert not schema_accepts(qs, v(first_minor - 1))
+    assert not schema_accepts(qs, LATEST)
+
+
+def test_root_member_of_takes_every_member_of_form_and_repeats_as_and():
+    parsed = query(
+        f"resources=VCPU:1&root_member_of=in:{AGG1},{AGG2}&root_member_of={AGG1}"
+        f"&root_member_of=!{RP1}&root_member_of=!in:{AGG2}",
+        ROOT_MEMBER_OF,
+    )
+    assert parsed.root_member_of.any_of == [frozenset({AGG1, AGG2}), frozenset({AGG1})]
+    assert parsed.root_member_of.forbidden == {RP1, AGG2}
+    assert not parsed.groups[""].member_of  # request-wide, not the group's
+
+
+def test_without_root_member_of_no_root_aggregate_rule():
+    assert not query("resources=VCPU:1", ROOT_MEMBER_OF).root_member_of
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("nope", "Expected 'root_member_of' parameter to contain valid UUID(s). Got: nope"),
+        ("in:", "Expected 'root_member_of' parameter to contain valid UUID"),
+        ("!", "Expected 'root_member_of' parameter to contain valid UUID"),
+        (f"!in:{AGG1},", "Expected 'root_member_of' parameter to contain valid UUID"),
+        (
+            f"{AGG1},{AGG2}",
+            "Multiple values for 'root_member_of' must be prefixed with the 'in:' or '!in:'",
+        ),
+        (f"in:{AGG1},!{AGG2}", "Expected 'root_member_of' parameter to contain valid UUID"),
+    ],
+)
+def test_bad_root_member_of_gets_member_ofs_words_about_itself(value, words):
+    error = refused(f"resources=VCPU:1&root_member_of={value}", ROOT_MEMBER_OF)
+    assert words in error.message
+    assert error.code == errors.DEFAULT  # as member_of's
+
+
+def test_a_bad_earlier_root_member_of_is_refused_too():
+    qs = f"resources=VCPU:1&root_member_of=nope&root_member_of={AGG1}"
+    assert "Got: nope" in refused(qs, ROOT_MEMBER_OF).message
+
+
+def test_group_policy_is_optional_from_1_41_and_absent_is_none():
+    assert 'The "group_policy" parameter is required' in refused(TWO_GROUPS, ROOT_MEMBER_OF).message
+    parsed = query(TWO_GROUPS, OPTIONAL_POLICY)
+    assert parsed.group_policy is None
+    assert not parsed.isolate
+    assert parsed.isolated == frozenset()
+
+
+def test_a_resourceless_group_needs_no_group_policy_from_1_41():
+    qs = "resources_A=VCPU:1&required_B=CUSTOM_X&same_subtree=_A,_B"
+    assert "group_policy" in refused(qs, ROOT_MEMBER_OF).message
+    assert query(qs, OPTIONAL_POLICY).group_policy is None
+
+
+def test_group_policy_given_keeps_its_meaning_from_1_41():
+    parsed = query(TWO_GROUPS + "&group_policy=isolate", OPTIONAL_POLICY)
+    assert parsed.isolate
+    assert parsed.isolated == {"_A", "_B"}
+    assert query(TWO_GROUPS + "&group_policy=none", OPTIONAL_POLICY).isolated == frozenset()
+
+
+def test_isolate_names_the_suffixes_as_written_in_the_query():
+    parsed = query(TWO_GROUPS + "&resources_C=VCPU:1&isolate=_A, _C", ISOLATE)
+    assert parsed.isolated == {"_A", "_C"}
+    assert parsed.group_policy is None
+    assert query("resources1=VCPU:1&resources2=VCPU:1&isolate=1,2", ISOLATE).isolated == {
+        "1",
+        "2",
+    }
+
+
+def test_repeated_isolate_is_the_union_of_its_lists():
+    qs = TWO_GROUPS + "&resources_C=VCPU:1&isolate=_A&isolate=_B,_A"
+    assert query(qs, ISOLATE).isolated == {"_A", "_B"}
+
+
+def test_isolate_may_name_a_resourceless_group():
+    qs = TWO_GROUPS + "&required_R=CUSTOM_X&same_subtree=_A,_R&isolate=_R,_B"
+    assert query(qs, ISOLATE).isolated == {"_R", "_B"}
+
+
+def test_isolate_with_group_policy_is_a_bad_value():
+    for policy in ("none", "isolate"):
+        error = refused(f"{TWO_GROUPS}&isolate=_A&group_policy={policy}", ISOLATE)
+        assert '"isolate" and "group_policy" parameters can not be used together' in error.message
+        assert error.code == errors.QUERYPARAM_BAD_VALUE
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("_C", "Real suffixes should be specified in `isolate`: ['_C'] not found in"),
+        ("_A,A", "`isolate`: ['A'] not found in"),
+        ("_A,!_B", "`isolate`: ['!_B'] not found in"),
+        ("", "Empty string (unsuffixed group) can not be specified in `isolate`"),
+        ("_A,", "Empty string (unsuffixed group) can not be specified in `isolate`"),
+    ],
+)
+def test_isolate_must_name_granular_groups(value, words):
+    error = refused(f"resources=VCPU:1&{TWO_GROUPS}&isolate={value}", ISOLATE)
+    assert words in error.message
+    assert error.code == errors.QUERYPARAM_BAD_VALUE
+
+
+def test_a_same_subtree_value_with_negations_is_also_apart():
+    parsed = query(
+        TWO_GROUPS + "&resources_C=VCPU:1&resources_D=VCPU:1"
+        "&same_subtree=_A,!_C, !_D&same_subtree=_A,_B",
+        APART,
+    )
+    assert parsed.same_subtrees == [{"_A"}, {"_A", "_B"}]
+    assert parsed.apart == [(frozenset({"_A"}), frozenset({"_C", "_D"}))]
+
+
+def test_several_positive_suffixes_keep_their_subtree_and_the_negated_out_of_it():
+    parsed = query(TWO_GROUPS + "&resources_C=VCPU:1&same_subtree=_A,_B,!_C", APART)
+    assert parsed.same_subtrees == [{"_A", "_B"}]
+    assert parsed.apart == [(frozenset({"_A", "_B"}), frozenset({"_C"}))]
+
+
+def test_a_negated_group_may_be_resourceless():
+    parsed = query("resources_A=VCPU:1&required_R=CUSTOM_X&same_subtree=_A,!_R", APART)
+    assert parsed.groups["_R"].resources == {}
+    assert parsed.apart == [(frozenset({"_A"}), frozenset({"_R"}))]
+
+
+def test_a_resourceless_group_named_only_in_isolate_still_needs_same_subtree():
+    error = refused("resources_A=VCPU:1&required_R=CUSTOM_X&isolate=_R", APART)
+    assert "bad group(s) - ['_R']" in error.message
+
+
+def test_without_negations_same_subtree_is_unchanged_at_1_43():
+    parsed = query(TWO_GROUPS + "&same_subtree=_A,_B", APART)
+    assert (parsed.same_subtrees, parsed.apart) == ([{"_A", "_B"}], [])
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("!_A", "needs at least one suffix that is not negated"),
+        ("!_A,!_B", "needs at least one suffix that is not negated"),
+        ("_A,!_A", "Suffixes both in and negated in one `same_subtree` value: ['_A']"),
+        ("_A,_B,!_B", "both in and negated in one `same_subtree` value: ['_B']"),
+        ("_A,!_C", "Real suffixes should be specified in `same_subtree`: ['!_C'] not found in"),
+        ("_A,!!_B", "['!!_B'] not found in"),
+        ("_A,!", "Empty string (unsuffixed group) can not be specified in `same_subtree`"),
+        ("!,_A", "Empty string (unsuffixed group)"),
+    ],
+)
+def test_bad_negations_in_same_subtree_are_bad_values(value, words):
+    error = refused(f"resources=VCPU:1&{TWO_GROUPS}&same_subtree={value}", APART)
+    assert words in error.message
+    assert error.code == errors.QUERYPARAM_BAD_VALUE
+
+
+@pytest.mark.parametrize("version", [LATEST, ISOLATE])
+def test_before_1_43_a_bang_in_same_subtree_names_no_group_as_at_1_39(version):
+    error = refused(f"{TWO_GROUPS}&group_policy=none&same_subtree=_A,!_B", version)
+    assert "Real suffixes should be specified in `same_subtree`: ['!_B'] not found in" in (
+        error.message
+    )
+    assert error.code == errors.QUERYPARAM_BAD_VALUE
+    assert (
+        "['!_A'] not found"
+        in refused(f"{TWO_GROUPS}&group_policy=none&same_subtree=!_A", version).message
+    )
