@@ -5,8 +5,9 @@ the unsuffixed group (it may spread over the tree and sharing providers),
 one per granular group (one provider serves it whole). A depth-first walk
 assigns a provider to each slot and prunes as soon as a partial assignment
 breaks a rule: room (amounts of several groups on one provider add up),
-group_policy=isolate, the pre-1.29 one-provider-per-tree rule, the
-unsuffixed group's traits, same_subtree. Candidates are yielded lazily, so
+isolation (group_policy=isolate, isolate=), the pre-1.29
+one-provider-per-tree rule, the unsuffixed group's traits, same_subtree and
+its negated groups. Candidates are yielded lazily, so
 ``limit`` and ``max_allocation_candidates`` stop the walk instead of
 trimming a list built in full.
 """
@@ -46,6 +47,9 @@ class _Slot(NamedTuple):
     # On the unsuffixed group's last slot: its any-of trait sets, which the
     # providers chosen for the group must meet together.
     collective_any_of: tuple[frozenset[str], ...] = ()
+    # A granular group in request.isolated: its provider serves no other
+    # granular group.
+    isolated: bool = False
 
 
 def generate(
@@ -164,7 +168,9 @@ def _slots(request: Request) -> list[_Slot]:
     slots: list[_Slot] = []
     for suffix, group in request.groups.items():
         if group.same_provider:
-            slots.append(_Slot(suffix, None, tuple(group.resources.items()), True))
+            amounts = tuple(group.resources.items())
+            isolated = suffix in request.isolated
+            slots.append(_Slot(suffix, None, amounts, True, isolated=isolated))
             continue
         parts = [
             _Slot(suffix, rc, ((rc, amount),), False) for rc, amount in group.resources.items()
@@ -184,7 +190,7 @@ class _Walk:
         index = _options_by_root(found)
         self.reach = [index.get((slot.suffix, slot.key), {}) for slot in self.slots]
         self.subtree_done = _subtree_completion(request, self.slots)
-        self.isolate = request.isolate
+        self.apart_done = _apart_completion(request, self.slots)
         self.nested = request.nested
         # What a tree of one provider must hold, if it is to serve every slot.
         self.totals: dict[str, int] = {}
@@ -192,10 +198,14 @@ class _Walk:
             for rc, amount in slot.amounts:
                 self.totals[rc] = self.totals.get(rc, 0) + amount
         self.suffixes = tuple(dict.fromkeys(slot.suffix for slot in self.slots))
-        self.lone_ok = not (request.isolate and sum(slot.granular for slot in self.slots) > 1)
+        granular = [slot for slot in self.slots if slot.granular]
+        isolating = len(granular) > 1 and any(slot.isolated for slot in granular)
+        self.lone_ok = not (isolating or self.apart_done)
         self.any_of = tuple(one_of for slot in self.slots for one_of in slot.collective_any_of)
         self.classes = tuple(self.totals)
         self.demand = prune.demand_after(self.slots)
+        self.checked = {i for i, slot in enumerate(self.slots) if slot.collective_any_of}
+        self.checked.update(self.subtree_done, self.apart_done)
 
     @functools.cached_property
     def parents(self) -> set[int]:
@@ -222,8 +232,9 @@ class _Walk:
 
     def _alone(self, pid: int) -> tuple[Candidate, ...]:
         """Every slot's only option is one provider (a tree of one, say): the
-        rules reduce to room for the sums, isolate and its traits; a provider
-        is its own ancestor, so same_subtree holds."""
+        rules reduce to room for the sums, isolation and its traits; a
+        provider is its own ancestor, so same_subtree holds, and a negated
+        group on the subtree root itself never does."""
         if not self.lone_ok:
             return ()
         room = self.found.room
@@ -241,10 +252,11 @@ class _Walk:
         """No choice to make (a tree of one provider, say): check the one assignment."""
         used: dict[tuple[int, str], int] = {}
         granular_users: dict[int, int] = {}
+        isolated_users: dict[int, int] = {}
         for index, (slot, pid) in enumerate(zip(self.slots, choice)):
-            if not self._fits(pid, slot, used, granular_users, choice[:index]):
+            if not self._fits(pid, slot, used, granular_users, isolated_users, choice[:index]):
                 return
-            self._place(pid, slot, used, granular_users, 1)
+            self._place(pid, slot, used, granular_users, isolated_users, 1)
             if not self._still_valid(choice, index):
                 return
         yield _candidate(self.slots, choice)
@@ -254,12 +266,13 @@ class _Walk:
         room left cannot cover the slots still to fill, or a branch mirrors
         one that ended without a candidate (see prune.py)."""
         slots, demand = self.slots, self.demand
-        bound = prune.RoomBound(slots, options, self.found, self.isolate)
+        bound = prune.RoomBound(slots, options, self.found)
         if not bound.allows(demand[0]):
             return iter(())
         mirrors = prune.Mirrors(self.found, options, self.parents, self.classes)
         used: dict[tuple[int, str], int] = {}
         granular_users: dict[int, int] = {}  # provider -> granular slots it serves
+        isolated_users: dict[int, int] = {}  # provider -> isolated slots it serves
         in_use: dict[int, int] = {}  # provider -> slots it serves
         assigned: list[int] = []
 
@@ -270,7 +283,7 @@ class _Walk:
             slot = slots[index]
             dead_ends = None  # signatures of fresh providers whose branch gave nothing
             for pid in options[index]:
-                if not self._fits(pid, slot, used, granular_users, assigned):
+                if not self._fits(pid, slot, used, granular_users, isolated_users, assigned):
                     continue
                 fresh = not in_use.get(pid)
                 if fresh and dead_ends is not None:
@@ -280,15 +293,15 @@ class _Walk:
                 first_granular = slot.granular and not granular_users.get(pid)
                 assigned.append(pid)
                 in_use[pid] = in_use.get(pid, 0) + 1
-                self._place(pid, slot, used, granular_users, 1)
-                bound.place(slot, first_granular, 1)
+                self._place(pid, slot, used, granular_users, isolated_users, 1)
+                bound.place(slot, pid, first_granular, 1)
                 produced = False
                 if bound.allows(demand[index + 1]) and self._still_valid(assigned, index):
                     for candidate in visit(index + 1):
                         produced = True
                         yield candidate
-                bound.place(slot, first_granular, -1)
-                self._place(pid, slot, used, granular_users, -1)
+                bound.place(slot, pid, first_granular, -1)
+                self._place(pid, slot, used, granular_users, isolated_users, -1)
                 in_use[pid] -= 1
                 assigned.pop()
                 if fresh and not produced:
@@ -305,15 +318,18 @@ class _Walk:
         slot: _Slot,
         used: dict[tuple[int, str], int],
         granular_users: dict[int, int],
+        isolated_users: dict[int, int],
         assigned: list[int],
     ) -> bool:
+        """Room for the slot on ``pid``; isolation: an isolated group's
+        provider serves no other granular group, whichever comes first."""
         room = self.found.room
         for rc, amount in slot.amounts:
             have = room[(pid, rc)]
             total = used.get((pid, rc), 0) + amount
             if total > have.free or total > have.max_unit:
                 return False
-        if slot.granular and self.isolate and granular_users.get(pid):
+        if slot.granular and granular_users.get(pid) and (slot.isolated or isolated_users.get(pid)):
             return False
         if not self.nested:
             providers = self.found.providers
@@ -328,14 +344,20 @@ class _Walk:
         slot: _Slot,
         used: dict[tuple[int, str], int],
         granular_users: dict[int, int],
+        isolated_users: dict[int, int],
         sign: int,
     ) -> None:
         for rc, amount in slot.amounts:
             used[(pid, rc)] = used.get((pid, rc), 0) + sign * amount
         if slot.granular:
             granular_users[pid] = granular_users.get(pid, 0) + sign
+            if slot.isolated:
+                isolated_users[pid] = isolated_users.get(pid, 0) + sign
 
     def _still_valid(self, assigned: list[int], index: int) -> bool:
+        """The rules of several groups that the slot at ``index`` completes."""
+        if index not in self.checked:  # most slots complete none
+            return True
         slots, found = self.slots, self.found
         any_of = slots[index].collective_any_of
         if any_of:
@@ -346,7 +368,10 @@ class _Walk:
                 return False
         for suffixes in self.subtree_done.get(index, ()):
             members = {pid for s, pid in zip(slots, assigned) if s.suffix in suffixes}
-            if not _one_is_ancestor_of_all(found, members):
+            if _subtree_root(found, members) is None:
+                return False
+        for positive, negated in self.apart_done.get(index, ()):
+            if not _apart(found, slots, assigned, positive, negated):
                 return False
         return True
 
@@ -360,7 +385,51 @@ def _subtree_completion(request: Request, slots: list[_Slot]) -> dict[int, list[
     return done
 
 
-def _one_is_ancestor_of_all(found: Found, members: set[int]) -> bool:
+def _apart_completion(
+    request: Request, slots: list[_Slot]
+) -> dict[int, list[tuple[frozenset[str], str]]]:
+    """slot index -> (positive suffixes, one negated suffix) whose groups are
+    all assigned at that index: each negated group is checked as soon as it
+    and the positive groups are placed, not when the last of them is."""
+    last_index = {slot.suffix: i for i, slot in enumerate(slots)}
+    done: dict[int, list[tuple[frozenset[str], str]]] = {}
+    for positive, negated in request.apart:
+        if not positive:  # no positive group, no subtree to keep out of
+            continue
+        settled = max(last_index[s] for s in positive)
+        for suffix in negated:
+            done.setdefault(max(settled, last_index[suffix]), []).append((positive, suffix))
+    return done
+
+
+def _apart(
+    found: Found, slots: list[_Slot], assigned: list[int], positive: frozenset[str], negated: str
+) -> bool:
+    """same_subtree=_P,!_N: the provider of ``negated`` is neither the
+    positive groups' subtree root nor below it (an ancestor of the root, or
+    another branch, is fine). Without a root the positive groups break
+    same_subtree, so the candidate goes anyway."""
+    members = {pid for s, pid in zip(slots, assigned) if s.suffix in positive}
+    root = _subtree_root(found, members)
+    if root is None:
+        return False
+    outsider = next(pid for s, pid in zip(slots, assigned) if s.suffix == negated)
+    providers = found.providers
+    current: int | None = outsider
+    while current is not None:
+        if current == root:
+            return False
+        current = providers[current].parent_id
+    return True
+
+
+def _subtree_root(found: Found, members: set[int]) -> int | None:
+    """The member that is an ancestor-or-self of every member, or None.
+
+    It is unique when it exists (two providers each an ancestor-or-self of
+    the other are one provider): the lowest common ancestor-or-self of the
+    members, when that is one of them. same_subtree holds exactly when there
+    is one; it is the root R of same_subtree=_P,!_N."""
     common: set[int] | None = None
     for pid in members:
         line = set()
@@ -369,7 +438,10 @@ def _one_is_ancestor_of_all(found: Found, members: set[int]) -> bool:
             line.add(current)
             current = found.providers[current].parent_id
         common = line if common is None else common & line
-    return common is not None and bool(common & members)
+    if common is None:
+        return None
+    top = common & members
+    return next(iter(top)) if top else None
 
 
 def _candidate(slots: list[_Slot], assigned: list[int]) -> Candidate:

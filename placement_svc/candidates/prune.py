@@ -4,15 +4,20 @@ Both rules are safe: neither ever drops a candidate the rules would keep.
 
 - **Room bound.** The slots still to fill need, per class, no more than the
   room left on the providers in their reach (each provider counted once, up
-  to its max_unit), and under ``group_policy=isolate`` no more granular
-  groups than there are providers left to them. A host asked for nine
-  devices of its eight is refused before the walk, not after 8! tries.
+  to its max_unit), and no more isolated groups (``group_policy=isolate``,
+  ``isolate=``) than there are providers left to them: each needs one that
+  serves no other granular group. A host asked for nine devices of its
+  eight is refused before the walk, not after 8! tries.
 - **Mirror providers.** Two leaves of one parent with the same traits, the
   same room and the same slots in reach, neither used yet by the walk, lead
   to mirror-image branches: swapping them maps one branch's candidates onto
   the other's. So once one of them ends without a candidate, the other's
   branch is skipped. Wide hosts whose devices are alike are where this
   pays: a dead end is found once, not once per ordering of the devices.
+  Every rule of the walk (room, traits, reach, isolation, same_subtree and
+  its negated groups) reads the tree only through parent links, and swapping
+  two sibling leaves maps the tree onto itself, so the argument holds for
+  each of them.
 """
 
 from __future__ import annotations
@@ -32,13 +37,16 @@ class Slot(Protocol):
     @property
     def granular(self) -> bool: ...
 
+    @property
+    def isolated(self) -> bool: ...
+
 
 # A mirror signature: parent, traits, slots in reach (a bit set), room per class.
 Signature = tuple[int | None, frozenset[str] | None, int, tuple[Room | None, ...]]
 _UNSEEN: Signature | None = (None, None, 0, ())  # the cache's "not worked out yet"
 
 # Per slot index: the amounts per class of that slot and every later one, and
-# how many of them are granular groups.
+# how many of them are isolated groups (each needs a provider of its own).
 Demand = list[tuple[tuple[tuple[str, int], ...], int]]
 
 
@@ -46,54 +54,56 @@ def demand_after(slots: Sequence[Slot]) -> Demand:
     """What the slots from each index on still need (one entry more than
     ``slots``, the last one empty)."""
     totals: dict[str, int] = {}
-    granular = 0
+    isolated = 0
     demand: Demand = [((), 0)]
     for slot in reversed(slots):
         for rc, amount in slot.amounts:
             totals[rc] = totals.get(rc, 0) + amount
-        granular += slot.granular
-        demand.append((tuple(totals.items()), granular))
+        isolated += slot.granular and slot.isolated
+        demand.append((tuple(totals.items()), isolated))
     demand.reverse()
     return demand
 
 
 class RoomBound:
-    """The room bound for one tree's walk; the walk reports each placement."""
+    """The room bound for one tree's walk; the walk reports each placement.
 
-    def __init__(
-        self, slots: Sequence[Slot], options: list[list[int]], found: Found, isolate: bool
-    ) -> None:
+    An isolated group's provider serves no other granular group, so the
+    isolated groups still to place need that many providers in their reach
+    that serve no granular group yet: ``free_left`` counts those."""
+
+    def __init__(self, slots: Sequence[Slot], options: list[list[int]], found: Found) -> None:
         room = found.room
         self.capacity: dict[str, float] = {}
         counted: set[tuple[int, str]] = set()
-        granular_reach: set[int] = set()
+        isolated_reach: set[int] = set()
         for slot, mine in zip(slots, options):
-            if slot.granular and isolate:
-                granular_reach.update(mine)
+            if slot.granular and slot.isolated:
+                isolated_reach.update(mine)
             for rc, _amount in slot.amounts:
                 for pid in mine:
                     if (pid, rc) not in counted:
                         counted.add((pid, rc))
                         have = room[(pid, rc)]
                         self.capacity[rc] = self.capacity.get(rc, 0) + min(have.free, have.max_unit)
-        self.isolate = isolate
-        self.granular_left = len(granular_reach)
+        self.isolated_reach = isolated_reach
+        self.free_left = len(isolated_reach)
         self.placed: dict[str, int] = {}
 
     def allows(self, demand: tuple[tuple[tuple[str, int], ...], int]) -> bool:
-        amounts, granular = demand
+        amounts, isolated = demand
         for rc, amount in amounts:
             if amount > self.capacity[rc] - self.placed.get(rc, 0):
                 return False
-        return not (self.isolate and granular > self.granular_left)
+        return isolated <= self.free_left
 
-    def place(self, slot: Slot, first_granular_use: bool, sign: int) -> None:
-        """``sign`` 1 when the walk places ``slot``, -1 when it takes it back;
-        ``first_granular_use``: the provider serves no other granular slot."""
+    def place(self, slot: Slot, pid: int, first_granular_use: bool, sign: int) -> None:
+        """``sign`` 1 when the walk places ``slot`` on ``pid``, -1 when it takes
+        it back; ``first_granular_use``: ``pid`` serves no other granular slot."""
         for rc, amount in slot.amounts:
             self.placed[rc] = self.placed.get(rc, 0) + sign * amount
-        if first_granular_use:
-            self.granular_left -= sign
+        if first_granular_use and pid in self.isolated_reach:
+            self.free_left -= sign
 
 
 class Mirrors:

@@ -8,12 +8,20 @@ sharing providers alone coming back once; depth-first against breadth-first
 order; ``take`` honouring limit and max_allocation_candidates while pulling no
 more than it needs, and its random choice being a fair sample; the wide tree
 (8 children, 8 isolated groups) giving exactly 8! candidates and stopping early
-under a limit. A brute-force enumeration of the rules, run on a few hundred
-random small worlds, checks the whole answer against the walk's pruning.
+under a limit. placement-svc's own rules: isolate=<suffixes> (an isolated
+group's provider serves no other granular group; the unsuffixed group is
+free) and same_subtree=_P,!_N (_N's provider is neither the subtree root R of
+_P -- the one positive provider above all the others -- nor below it), each
+on hand-built worlds. A brute-force enumeration of the rules, run on a few
+hundred random small worlds (and a few hundred more with random isolated
+subsets and negated groups), checks the whole answer against the walk's
+pruning; isolating every granular group answers exactly what
+group_policy=isolate answers, in the same order.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections import Counter
@@ -24,6 +32,7 @@ from microversion_parse import Version
 
 from placement_svc.candidates import merge, request
 from placement_svc.candidates.model import Found, Provider, Room
+from placement_svc.queryparams import TraitFilter
 
 LATEST = Version(1, 39)
 
@@ -467,6 +476,117 @@ def test_the_wide_tree_stops_at_max_allocation_candidates():
     assert stream.count == 1000
 
 
+# isolate=<suffixes> (1.42) and same_subtree=_P,!_N (1.43), on Requests built
+# the way their parsing fills them
+
+
+def constrained(world: World, qs: str, isolated=(), apart=()):
+    """The readable candidates of ``qs`` with ``isolated`` and ``apart`` set."""
+    req = ask(qs)
+    req.isolated = frozenset(isolated)
+    for positive, negated in apart:
+        req.apart.append((frozenset(positive), frozenset(negated)))
+        req.same_subtrees.append(set(positive))
+    return [world.readable(c) for c in merge.generate(req, world.offer(req))]
+
+
+def on(**where):
+    """Readable mappings: on(_A="N0") is {"_A": {"N0"}}."""
+    return frozenset((suffix, frozenset({pid})) for suffix, pid in where.items())
+
+
+def test_an_isolated_group_has_its_provider_to_itself_the_others_may_share():
+    world = numa_host()
+    qs = "resources_A=VCPU:1&resources_B=VCPU:1&resources_C=VCPU:1&group_policy=none"
+    assert len(constrained(world, qs)) == 8
+    assert {m for _a, m in constrained(world, qs, isolated={"_A"})} == {
+        on(_A="N0", _B="N1", _C="N1"),
+        on(_A="N1", _B="N0", _C="N0"),
+    }
+
+
+def test_isolation_leaves_the_unsuffixed_group_alone():
+    world = numa_host()
+    qs = "resources=VCPU:1&resources_A=VCPU:1&group_policy=none"
+    assert len(constrained(world, qs, isolated={"_A"})) == 4
+
+
+def test_a_resourceless_isolated_group_keeps_its_provider_too():
+    world = numa_host()
+    world.found.traits[world.ids["N0"]] = frozenset({"CUSTOM_X"})
+    qs = "resources_A=VCPU:1&required_X=CUSTOM_X&same_subtree=_X&group_policy=none"
+    assert {m for _a, m in constrained(world, qs)} == {on(_A="N0", _X="N0"), on(_A="N1", _X="N0")}
+    assert {m for _a, m in constrained(world, qs, isolated={"_X"})} == {on(_A="N1", _X="N0")}
+
+
+def test_a_negated_group_stays_out_of_the_positive_groups_subtree():
+    # The spec's FPGA host: an FPGA on another NUMA node than the VCPUs.
+    world = fpga_host()
+    qs = "resources_C=VCPU:1&resources_F=CUSTOM_FPGA:1&group_policy=none"
+    assert {m for _a, m in constrained(world, qs, apart=[({"_C"}, {"_F"})])} == {
+        on(_C="NUMA0", _F="F1_0"),
+        on(_C="NUMA0", _F="F1_1"),
+        on(_C="NUMA1", _F="F0_0"),
+    }
+
+
+def test_the_subtree_root_is_the_positive_provider_above_the_others():
+    # VCPU and one FPGA on one NUMA node (R is that node), a second FPGA
+    # on the other: only NUMA1 has two FPGAs, but R's subtree holds both.
+    world = fpga_host()
+    qs = "resources_C=VCPU:1&resources_F=CUSTOM_FPGA:1&resources_G=CUSTOM_FPGA:1&group_policy=none"
+    assert {m for _a, m in constrained(world, qs, apart=[({"_C", "_F"}, {"_G"})])} == {
+        on(_C="NUMA0", _F="F0_0", _G="F1_0"),
+        on(_C="NUMA0", _F="F0_0", _G="F1_1"),
+        on(_C="NUMA1", _F="F1_0", _G="F0_0"),
+        on(_C="NUMA1", _F="F1_1", _G="F0_0"),
+    }
+
+
+def test_an_ancestor_of_the_subtree_root_is_outside_it():
+    world = fpga_host()
+    for name in ("CN", "NUMA0"):
+        world.found.traits[world.ids[name]] |= {"CUSTOM_HOST"}
+    qs = "resources_F=CUSTOM_FPGA:1&required_H=CUSTOM_HOST&same_subtree=_H&group_policy=none"
+    # R is the FPGA: CN and NUMA0 are its ancestors, outside its subtree.
+    assert len(constrained(world, qs, apart=[({"_F"}, {"_H"})])) == 6
+    qs = (
+        "resources_C=VCPU:1&required_H=CUSTOM_HOST&resources_F=CUSTOM_FPGA:1"
+        "&same_subtree=_H&group_policy=none"
+    )
+    apart = constrained(world, qs, apart=[({"_H", "_C"}, {"_F"})])
+    # R is NUMA0 (_H and _C on it), or CN (_H there, _C below), whose
+    # subtree is the whole host: no FPGA is outside it.
+    assert {m for _a, m in apart} == {
+        on(_H="NUMA0", _C="NUMA0", _F="F1_0"),
+        on(_H="NUMA0", _C="NUMA0", _F="F1_1"),
+    }
+
+
+def test_a_resourceless_negated_group_needs_a_provider_outside_the_subtree():
+    world = fpga_host()
+    qs = "resources_C=VCPU:1&required_N=HW_NUMA_ROOT&same_subtree=_N&group_policy=none"
+    assert {m for _a, m in constrained(world, qs, apart=[({"_C"}, {"_N"})])} == {
+        on(_C="NUMA0", _N="NUMA1"),
+        on(_C="NUMA1", _N="NUMA0"),
+    }
+
+
+def test_positive_groups_without_a_subtree_root_give_nothing():
+    world = fpga_host()
+    qs = "resources_A=CUSTOM_FPGA:1&resources_B=CUSTOM_FPGA:1&resources_C=VCPU:1&group_policy=none"
+    assert constrained(world, qs, apart=[({"_A", "_B"}, {"_C"})]) == []
+
+
+def test_one_provider_cannot_be_both_inside_and_outside():
+    world = World()
+    world.provider("CN", room={"VCPU": 8})
+    qs = "resources_A=VCPU:1&resources_B=VCPU:1&group_policy=none"
+    assert len(constrained(world, qs)) == 1
+    assert constrained(world, qs, apart=[({"_A"}, {"_B"})]) == []
+    assert constrained(world, qs, isolated={"_B"}) == []
+
+
 # Brute force: every rule applied to every assignment, against the walk.
 
 
@@ -504,6 +624,11 @@ def brute_force(req: request.Request, found: Found):
             granular = [pid for (_s, g, _r, _o), pid in zip(slots, picked) if g.same_provider]
             if req.isolate and len(set(granular)) != len(granular):
                 continue
+            where = {s: pid for (s, g, _r, _o), pid in zip(slots, picked) if g.same_provider}
+            if not isolation_holds(req.isolated, where):
+                continue
+            if not all(apart_holds(found, where, p, n) for p, n in req.apart):
+                continue
             holders = {pid for pid, _rc in used}
             if not req.nested and len({found.providers[p].root_id for p in holders}) != len(
                 holders
@@ -536,15 +661,40 @@ def brute_force(req: request.Request, found: Found):
     return keys
 
 
+def line(found: Found, pid):
+    """The provider and its ancestors."""
+    while pid is not None:
+        yield pid
+        pid = found.providers[pid].parent_id
+
+
+def tops(found: Found, members: set[int]) -> list[int]:
+    """The members that have every other member in their subtree."""
+    return [top for top in members if all(top in set(line(found, m)) for m in members)]
+
+
 def one_holds_the_rest(found: Found, members: set[int]) -> bool:
     """Some member has every other member in its subtree (is it or an ancestor)."""
+    return bool(tops(found, members))
 
-    def line(pid):
-        while pid is not None:
-            yield pid
-            pid = found.providers[pid].parent_id
 
-    return any(all(top in set(line(m)) for m in members) for top in members)
+def isolation_holds(isolated, where: dict[str, int]) -> bool:
+    """No provider serves an isolated group and any other granular group."""
+    served: dict[int, set[str]] = {}
+    for suffix, pid in where.items():
+        served.setdefault(pid, set()).add(suffix)
+    return not any(len(suffixes) > 1 and suffixes & isolated for suffixes in served.values())
+
+
+def apart_holds(found: Found, where: dict[str, int], positive, negated) -> bool:
+    """Some positive provider holds the others (there is only ever one: R),
+    and no negated group's provider is R or below it."""
+    if not positive:
+        return True
+    roots = tops(found, {where[s] for s in positive})
+    if not roots:
+        return False
+    return all(roots[0] not in set(line(found, where[n])) for n in negated)
 
 
 def normalised(candidate: merge.Candidate):
@@ -638,3 +788,98 @@ def test_the_walk_finds_exactly_what_brute_force_finds():
         compared += 1
         nonempty += bool(expected)
     assert compared > 300 and nonempty > 100
+
+
+# Brute force with isolate= and same_subtree=_P,!_N (placement-svc's 1.42, 1.43)
+
+
+def constrain(rng: random.Random, req: request.Request) -> request.Request:
+    """Give a parsed request a random ``isolated`` subset (all of the granular
+    groups now and then) and random ``apart`` constraints, some of whose
+    negated groups are resourceless groups added for the purpose, the way
+    the parsing of isolate= and same_subtree=!_N fills them."""
+    if not req.nested:  # neither parameter exists before 1.29's nesting
+        return req
+    if rng.random() < 0.3:
+        trait = rng.choice([["CUSTOM_A"], ["CUSTOM_B"], ["CUSTOM_A", "CUSTOM_B"]])
+        forbidden = rng.random() < 0.3
+        req.groups["_X"] = request.RequestGroup(
+            suffix="_X",
+            required=TraitFilter(
+                any_of=[] if forbidden else [frozenset(trait)],
+                forbidden=set(trait) if forbidden else set(),
+            ),
+        )
+    granular = [s for s, g in req.groups.items() if g.same_provider]
+    if not req.isolate and granular and rng.random() < 0.6:
+        chosen = (
+            granular if rng.random() < 0.3 else rng.sample(granular, rng.randint(1, len(granular)))
+        )
+        req.isolated = frozenset(chosen)
+    if len(granular) > 1 and (rng.random() < 0.6 or "_X" in granular):
+        negated = (
+            {"_X"}
+            if "_X" in granular
+            else set(
+                rng.sample(granular, rng.randint(1, 2)) if len(granular) > 2 else granular[-1:]
+            )
+        )
+        rest = [s for s in granular if s not in negated]
+        positive = frozenset(rng.sample(rest, rng.randint(1, len(rest))))
+        req.apart.append((positive, frozenset(negated)))
+        req.same_subtrees.append(set(positive))
+    elif "_X" in granular:  # the added group went unused: drop it
+        del req.groups["_X"]
+        req.isolated -= {"_X"}
+    return req
+
+
+def test_the_walk_finds_exactly_what_brute_force_finds_with_isolate_and_apart():
+    rng = random.Random(2718)
+    compared = nonempty = isolated = apart = 0
+    for _ in range(600):
+        world = random_world(rng)
+        qs, version = random_query(rng)
+        try:
+            req = constrain(rng, ask(qs, version))
+        except Exception:  # a combination parse refuses (e.g. a lone resourceless group)
+            continue
+        found = world.offer(req)
+        expected = brute_force(req, found)
+        for strategy in ("depth-first", "breadth-first"):
+            walked = Counter(normalised(c) for c in merge.generate(req, found, strategy))
+            assert walked == Counter(expected), (qs, req.isolated, req.apart, world.found)
+        compared += 1
+        nonempty += bool(expected)
+        isolated += bool(req.isolated) and not req.isolate and bool(expected)
+        apart += bool(req.apart) and bool(expected)
+    assert compared > 450 and nonempty > 150 and isolated > 50 and apart > 50, (
+        compared,
+        nonempty,
+        isolated,
+        apart,
+    )
+
+
+def test_isolating_every_granular_group_is_group_policy_isolate():
+    rng = random.Random(31337)
+    compared = 0
+    for _ in range(400):
+        world = random_world(rng)
+        qs, version = random_query(rng)
+        if "group_policy=isolate" not in qs:
+            continue
+        try:
+            policy = ask(qs, version)
+        except Exception:
+            continue
+        chosen = dataclasses.replace(policy, group_policy="none")
+        chosen.isolated = frozenset(s for s, g in policy.groups.items() if g.same_provider)
+        assert chosen.isolated == policy.isolated
+        found = world.offer(policy)
+        for strategy in ("depth-first", "breadth-first"):
+            assert list(merge.generate(chosen, found, strategy)) == list(
+                merge.generate(policy, found, strategy)
+            ), qs
+        compared += 1
+    assert compared > 150

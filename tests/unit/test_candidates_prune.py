@@ -7,7 +7,8 @@ room look-ups instead of a walk over every ordering of its devices; a dead
 end among alike devices (mirrors) is walked once, not once per ordering;
 devices that differ in room, traits, reach or children are not mirrors; and
 on a few hundred random worlds full of alike devices the pruned walk finds
-exactly what brute force finds.
+exactly what brute force finds, with random isolated subsets and negated
+same_subtree groups too.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.unit.test_candidates_merge import (
     World,
     ask,
     brute_force,
+    constrain,
     normalised,
 )
 
@@ -148,17 +150,17 @@ def alloc_of(*parts):
 
 
 def test_demand_after_sums_what_each_index_still_needs():
-    req = ask(
-        "resources=VCPU:2&resources_A=CUSTOM_DEV:1&resources_B=CUSTOM_DEV:2,VCPU:1"
-        "&group_policy=none"
-    )
-    slots = merge._slots(req)
-    assert [(dict(amounts), granular) for amounts, granular in prune.demand_after(slots)] == [
+    qs = "resources=VCPU:2&resources_A=CUSTOM_DEV:1&resources_B=CUSTOM_DEV:2,VCPU:1"
+    slots = merge._slots(ask(qs + "&group_policy=isolate"))
+    assert [(dict(amounts), isolated) for amounts, isolated in prune.demand_after(slots)] == [
         ({"VCPU": 3, "CUSTOM_DEV": 3}, 2),
         ({"VCPU": 1, "CUSTOM_DEV": 3}, 2),
         ({"VCPU": 1, "CUSTOM_DEV": 2}, 1),
         ({}, 0),
     ]
+    # only isolated groups need a provider of their own
+    slots = merge._slots(ask(qs + "&group_policy=none"))
+    assert [isolated for _amounts, isolated in prune.demand_after(slots)] == [0, 0, 0, 0]
 
 
 # Brute force on worlds full of alike devices.
@@ -214,3 +216,34 @@ def test_the_pruned_walk_finds_exactly_what_brute_force_finds_among_alike_device
             assert walked == Counter(expected), (qs, world.found)
         nonempty += bool(expected)
     assert nonempty > 100
+
+
+@pytest.mark.slow
+def test_alike_devices_are_still_skipped_soundly_with_isolate_and_apart():
+    rng = random.Random(5151)
+    nonempty = constrained = 0
+    for _ in range(300):
+        world = alike_world(rng)
+        req = constrain(rng, ask(alike_query(rng)))
+        found = world.offer(req)
+        expected = brute_force(req, found)
+        for strategy in ("depth-first", "breadth-first"):
+            walked = Counter(normalised(c) for c in merge.generate(req, found, strategy))
+            assert walked == Counter(expected), (req, world.found)
+        nonempty += bool(expected)
+        constrained += bool(expected) and bool(req.apart or (req.isolated and not req.isolate))
+    assert nonempty > 50 and constrained > 25, (nonempty, constrained)
+
+
+def test_alike_devices_are_skipped_when_only_some_groups_are_isolated():
+    # Ten alike devices, _G00 isolated, _G00 and _G09 in one subtree: a dead
+    # end (an isolated group has its device to itself, and siblings hold no
+    # one) found once, not once per ordering of the devices.
+    req = ask(groups(10, policy="none", extra="&same_subtree=_G00,_G09"))
+    req.isolated = frozenset({"_G00"})
+    world = host_with_devices(10)
+    found = world.offer(req)
+    found.room = CountingRoom(found.room)
+    CountingRoom.lookups = 0
+    assert list(merge.generate(req, found)) == []
+    assert CountingRoom.lookups < 1000  # 110; 62 million without the mirrors
