@@ -18,6 +18,8 @@ QUERIES = [
     "resources=MEMORY_MB:512&resources_A=VCPU:1&resources_B=VCPU:1&group_policy=isolate"
     "&root_required=!CUSTOM_OFF",
     "resources=VCPU:1&member_of=in:{agg}&limit=5",
+    # root_member_of (1.40) reads the roots' aggregates in one statement
+    "resources=VCPU:1,MEMORY_MB:512&root_member_of={agg}&root_member_of=!{other}",
 ]
 
 
@@ -77,7 +79,9 @@ def _statements(test_db, hosts):
 
         event.listen(engine, "before_cursor_execute", listener)
         try:
-            answer = client.get("/allocation_candidates?" + query.format(agg=agg))
+            answer = client.get(
+                "/allocation_candidates?" + query.format(agg=agg, other=uuid.uuid4())
+            )
         finally:
             event.remove(engine, "before_cursor_execute", listener)
         assert answer.status_code == 200, answer.text
