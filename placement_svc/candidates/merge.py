@@ -20,7 +20,7 @@ import random
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-from placement_svc.candidates import prune
+from placement_svc.candidates import prune, subtree
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
 
@@ -189,8 +189,8 @@ class _Walk:
         self.slots = _slots(request)
         index = _options_by_root(found)
         self.reach = [index.get((slot.suffix, slot.key), {}) for slot in self.slots]
-        self.subtree_done = _subtree_completion(request, self.slots)
-        self.apart_done = _apart_completion(request, self.slots)
+        self.subtree_done = subtree.completion(request, self.slots)
+        self.apart_done = subtree.apart_completion(request, self.slots)
         self.nested = request.nested
         # What a tree of one provider must hold, if it is to serve every slot.
         self.totals: dict[str, int] = {}
@@ -368,80 +368,12 @@ class _Walk:
                 return False
         for suffixes in self.subtree_done.get(index, ()):
             members = {pid for s, pid in zip(slots, assigned) if s.suffix in suffixes}
-            if _subtree_root(found, members) is None:
+            if subtree.root(found, members) is None:
                 return False
         for positive, negated in self.apart_done.get(index, ()):
-            if not _apart(found, slots, assigned, positive, negated):
+            if not subtree.apart(found, slots, assigned, positive, negated):
                 return False
         return True
-
-
-def _subtree_completion(request: Request, slots: list[_Slot]) -> dict[int, list[set[str]]]:
-    """slot index -> same_subtree sets whose groups are all assigned at that index."""
-    last_index = {slot.suffix: i for i, slot in enumerate(slots)}
-    done: dict[int, list[set[str]]] = {}
-    for suffixes in request.same_subtrees:
-        done.setdefault(max(last_index[s] for s in suffixes), []).append(suffixes)
-    return done
-
-
-def _apart_completion(
-    request: Request, slots: list[_Slot]
-) -> dict[int, list[tuple[frozenset[str], str]]]:
-    """slot index -> (positive suffixes, one negated suffix) whose groups are
-    all assigned at that index: each negated group is checked as soon as it
-    and the positive groups are placed, not when the last of them is."""
-    last_index = {slot.suffix: i for i, slot in enumerate(slots)}
-    done: dict[int, list[tuple[frozenset[str], str]]] = {}
-    for positive, negated in request.apart:
-        if not positive:  # no positive group, no subtree to keep out of
-            continue
-        settled = max(last_index[s] for s in positive)
-        for suffix in negated:
-            done.setdefault(max(settled, last_index[suffix]), []).append((positive, suffix))
-    return done
-
-
-def _apart(
-    found: Found, slots: list[_Slot], assigned: list[int], positive: frozenset[str], negated: str
-) -> bool:
-    """same_subtree=_P,!_N: the provider of ``negated`` is neither the
-    positive groups' subtree root nor below it (an ancestor of the root, or
-    another branch, is fine). Without a root the positive groups break
-    same_subtree, so the candidate goes anyway."""
-    members = {pid for s, pid in zip(slots, assigned) if s.suffix in positive}
-    root = _subtree_root(found, members)
-    if root is None:
-        return False
-    outsider = next(pid for s, pid in zip(slots, assigned) if s.suffix == negated)
-    providers = found.providers
-    current: int | None = outsider
-    while current is not None:
-        if current == root:
-            return False
-        current = providers[current].parent_id
-    return True
-
-
-def _subtree_root(found: Found, members: set[int]) -> int | None:
-    """The member that is an ancestor-or-self of every member, or None.
-
-    It is unique when it exists (two providers each an ancestor-or-self of
-    the other are one provider): the lowest common ancestor-or-self of the
-    members, when that is one of them. same_subtree holds exactly when there
-    is one; it is the root R of same_subtree=_P,!_N."""
-    common: set[int] | None = None
-    for pid in members:
-        line = set()
-        current: int | None = pid
-        while current is not None:
-            line.add(current)
-            current = found.providers[current].parent_id
-        common = line if common is None else common & line
-    if common is None:
-        return None
-    top = common & members
-    return next(iter(top)) if top else None
 
 
 def _candidate(slots: list[_Slot], assigned: list[int]) -> Candidate:

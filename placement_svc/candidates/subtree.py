@@ -1,0 +1,87 @@
+"""same_subtree and its negated groups (1.43): which provider is the subtree
+root of a set of groups' providers, and whether a negated group's provider
+keeps out of that subtree. Pure: the walk in merge.py asks these at the slot
+that completes each rule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from placement_svc.candidates.model import Found
+from placement_svc.candidates.request import Request
+
+
+class Slot(Protocol):
+    """What these rules read of a walk's slot: the group it serves."""
+
+    @property
+    def suffix(self) -> str: ...
+
+
+def completion(request: Request, slots: Sequence[Slot]) -> dict[int, list[set[str]]]:
+    """slot index -> same_subtree sets whose groups are all assigned at that index."""
+    last_index = {slot.suffix: i for i, slot in enumerate(slots)}
+    done: dict[int, list[set[str]]] = {}
+    for suffixes in request.same_subtrees:
+        done.setdefault(max(last_index[s] for s in suffixes), []).append(suffixes)
+    return done
+
+
+def apart_completion(
+    request: Request, slots: Sequence[Slot]
+) -> dict[int, list[tuple[frozenset[str], str]]]:
+    """slot index -> (positive suffixes, one negated suffix) whose groups are
+    all assigned at that index: each negated group is checked as soon as it
+    and the positive groups are placed, not when the last of them is."""
+    last_index = {slot.suffix: i for i, slot in enumerate(slots)}
+    done: dict[int, list[tuple[frozenset[str], str]]] = {}
+    for positive, negated in request.apart:
+        if not positive:  # no positive group, no subtree to keep out of
+            continue
+        settled = max(last_index[s] for s in positive)
+        for suffix in negated:
+            done.setdefault(max(settled, last_index[suffix]), []).append((positive, suffix))
+    return done
+
+
+def apart(
+    found: Found, slots: Sequence[Slot], assigned: list[int], positive: frozenset[str], negated: str
+) -> bool:
+    """same_subtree=_P,!_N: the provider of ``negated`` is neither the
+    positive groups' subtree root nor below it (an ancestor of the root, or
+    another branch, is fine). Without a root the positive groups break
+    same_subtree, so the candidate goes anyway."""
+    members = {pid for s, pid in zip(slots, assigned) if s.suffix in positive}
+    top = root(found, members)
+    if top is None:
+        return False
+    outsider = next(pid for s, pid in zip(slots, assigned) if s.suffix == negated)
+    providers = found.providers
+    current: int | None = outsider
+    while current is not None:
+        if current == top:
+            return False
+        current = providers[current].parent_id
+    return True
+
+
+def root(found: Found, members: set[int]) -> int | None:
+    """The member that is an ancestor-or-self of every member, or None.
+
+    It is unique when it exists (two providers each an ancestor-or-self of
+    the other are one provider): the lowest common ancestor-or-self of the
+    members, when that is one of them. same_subtree holds exactly when there
+    is one; it is the root R of same_subtree=_P,!_N."""
+    common: set[int] | None = None
+    for pid in members:
+        line = set()
+        current: int | None = pid
+        while current is not None:
+            line.add(current)
+            current = found.providers[current].parent_id
+        common = line if common is None else common & line
+    if common is None:
+        return None
+    top = common & members
+    return next(iter(top)) if top else None
