@@ -274,6 +274,53 @@ def queries(scenario, wide_hosts=20):
     ] + wide
 
 
+def own_queries(scenario, wide_hosts=20):
+    """placement-svc's own parameters (1.40+), each beside the same query
+    without it, so the cost of the parameter reads off two adjacent lines.
+    Upstream answers these with 400: ask them of placement-svc only."""
+    aggs = ",".join(AGGREGATES[:5])
+    nova = (
+        "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:20&limit=1000&group_policy=none"
+        "&root_required=!COMPUTE_STATUS_DISABLED"
+    )
+    if scenario == "flat":
+        return [
+            ("flat: nova shape, limit=1000, no aggregate filter", "1.36", nova),
+            (
+                "flat: nova shape + root_member_of=in:, limit=1000",
+                "1.40",
+                nova + f"&root_member_of=in:{aggs}",
+            ),
+        ]
+    if scenario != "wide":
+        return []
+    found = []
+    for groups in (4, 8):
+        each = "&".join(f"resources{g}=CUSTOM_BENCH_ACCEL:1" for g in range(1, groups + 1))
+        half = ",".join(str(g) for g in range(1, groups // 2 + 1))
+        limits = ["&limit=1000"] + ([""] if groups == 4 or wide_hosts == 1 else [])
+        for limit in limits:
+            said = "limit=1000" if limit else "no limit"
+            found += [
+                (
+                    f"wide: {groups} groups, none, {said}",
+                    "1.36",
+                    each + "&group_policy=none" + limit,
+                ),
+                (
+                    f"wide: {groups} groups, isolate={half}, {said}",
+                    "1.42",
+                    each + f"&isolate={half}" + limit,
+                ),
+                (
+                    f"wide: {groups} groups, same_subtree=1,!2, {said}",
+                    "1.43",
+                    each + "&same_subtree=1,!2" + limit,
+                ),
+            ]
+    return found
+
+
 def measure(clients, label, version, query, repeat):
     """Time the query ``repeat`` times on each endpoint, taking turns (and
     swapping who goes first each round) so that both see the same machine."""
@@ -341,6 +388,12 @@ def main(argv=None):
         "same queries, taking turns with --url, and the ratio of medians is printed",
     )
     parser.add_argument(
+        "--own",
+        action="store_true",
+        help="also ask the queries of placement-svc's own parameters (1.40 and later), "
+        "each beside the same query without it; not for upstream",
+    )
+    parser.add_argument(
         "--no-load",
         action="store_true",
         help="only run the queries: the cloud is already loaded by an earlier run",
@@ -363,7 +416,10 @@ def main(argv=None):
             )
         if len(clients) == 2:
             print(f"# {scenario}: {args.url}  |  {args.compare}  |  ratio of medians", flush=True)
-        for label, version, query in queries(scenario, args.wide_hosts):
+        asked = queries(scenario, args.wide_hosts)
+        if args.own:
+            asked += own_queries(scenario, args.wide_hosts)
+        for label, version, query in asked:
             measure(clients, label, version, query, args.repeat)
 
 
