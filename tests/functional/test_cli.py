@@ -39,6 +39,20 @@ def environment(home) -> dict:
     return env
 
 
+def import_wsgi(tmp_path):
+    """Import placement_svc.wsgi in a child process configured by
+    tmp_path/placement.conf, as a WSGI server would."""
+    env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
+    return subprocess.run(
+        [sys.executable, "-c", "import placement_svc.wsgi"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def run(*args, cwd, check=False, **kwargs) -> subprocess.CompletedProcess:
     result = subprocess.run(
         [*CLI, *args],
@@ -277,15 +291,7 @@ class TestKeystoneWithoutAnAuthPlugin:
         (tmp_path / "placement.conf").write_text(
             f"[placement_database]\nconnection = sqlite:///{tmp_path}/p.db\n"
         )
-        env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
-        result = subprocess.run(
-            [sys.executable, "-c", "import placement_svc.wsgi"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = import_wsgi(tmp_path)
         assert result.returncode != 0
         last = result.stderr.splitlines()[-1]
         assert last.startswith("placement_svc.wsgi.RefusedToStart: placement-svc: error: ")
@@ -467,14 +473,6 @@ class TestWsgi:
 
     def test_the_application_wants_a_synced_database(self, tmp_path):
         write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
-        env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
-        result = subprocess.run(
-            [sys.executable, "-c", "import placement_svc.wsgi"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = import_wsgi(tmp_path)
         assert result.returncode != 0
         assert "run 'placement-svc db sync'" in result.stderr

@@ -18,24 +18,15 @@ sharing providers may still serve the trees that remain).
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
-
 from microversion_parse import Version
 
-from placement_svc.candidates import eligibility, request
+from placement_svc.candidates import eligibility
 from placement_svc.candidates.model import Found, Provider, Room
+from tests.unit.test_candidates_merge import LATEST, ask
 
-LATEST = Version(1, 39)
 AGG_A = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 AGG_B = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
 SHARING = "MISC_SHARES_VIA_AGGREGATE"
-
-
-def ask(qs: str, version=LATEST) -> request.Request:
-    params: dict[str, list[str]] = {}
-    for key, value in parse_qsl(qs, keep_blank_values=True):
-        params.setdefault(key, []).append(value)
-    return request.parse(params, version)
 
 
 def uuid_of(pid: int) -> str:

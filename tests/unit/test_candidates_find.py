@@ -13,28 +13,19 @@ trait names answered as a 400.
 from __future__ import annotations
 
 import random
-from urllib.parse import parse_qsl
 
 import pytest
 import sqlalchemy as sa
 from microversion_parse import Version
 
 from placement_svc import errors
-from placement_svc.candidates import request
 from placement_svc.candidates.find import Settings, find
 from placement_svc.db import tables
+from tests.unit.test_candidates_merge import LATEST, ask
 
-LATEST = Version(1, 39)
 CLASSES = {"VCPU": 0, "MEMORY_MB": 1, "DISK_GB": 2}
 SHARING = "MISC_SHARES_VIA_AGGREGATE"
 AGG = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
-
-
-def ask(qs: str, version=LATEST) -> request.Request:
-    params: dict[str, list[str]] = {}
-    for key, value in parse_qsl(qs, keep_blank_values=True):
-        params.setdefault(key, []).append(value)
-    return request.parse(params, version)
 
 
 def uuid_of(name: str) -> str:
