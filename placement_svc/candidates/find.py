@@ -1,9 +1,10 @@
-"""One GET /allocation_candidates as a plain function: search, merge, render.
+"""GET /allocation_candidates and its explain and capacity as plain
+functions: search, then merge and render, or explain, or claim.
 
 The handler parses and checks the query; everything after that (what the
 answer holds and in what order) is here, in one read transaction's
-connection and plain arguments, so it runs the same from a test as from the
-web.
+connection and plain arguments, so it runs the same from a test, the web
+and the command line.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from microversion_parse import Version
 from sqlalchemy.engine import Connection
 
 from placement_svc import microversion as mv
-from placement_svc.candidates import merge, render, search, summaries
+from placement_svc.candidates import capacity as capacity_rules
+from placement_svc.candidates import explain as explain_rules
+from placement_svc.candidates import merge, render, search, summaries, survey
 from placement_svc.candidates.request import Request
 
 
@@ -61,3 +64,59 @@ def find(
         else {}
     )
     return render.body(found, chosen, providers, other, requested, version)
+
+
+def find_noting_empty(
+    conn: Connection,
+    wanted: Request,
+    version: Version,
+    settings: Settings = Settings(),
+    rng: random.Random | None = None,
+) -> tuple[dict[str, Any], str | None]:
+    """``find``, and for an answer without candidates the step that left it
+    empty (what the request log says of it), from the same snapshot. A
+    non-empty answer costs nothing more."""
+    body = find(conn, wanted, version, settings, rng)
+    if body["allocation_requests"]:
+        return body, None
+    return body, why_empty(conn, wanted, settings)
+
+
+def why_empty(conn: Connection, wanted: Request, settings: Settings = Settings()) -> str:
+    body = explain(conn, wanted, settings, near=0)
+    return explain_rules.first_empty_step(body)
+
+
+def explain(
+    conn: Connection,
+    wanted: Request,
+    settings: Settings = Settings(),
+    near: int = explain_rules.NEAR_MISSES,
+) -> dict[str, Any]:
+    """The body of GET /allocation_candidates/explain: the search the answer
+    runs, and the whole cloud beside it."""
+    found = search.search(conn, wanted)
+    cloud = survey.load(conn, wanted)
+    return explain_rules.explain(found, cloud, wanted, settings.max_candidates, near)
+
+
+def capacity(conn: Connection, wanted: Request) -> dict[str, Any]:
+    """The body of GET /allocation_candidates/capacity: copies per tree,
+    ``wanted.limit`` trees at most (the most copies first), and the total."""
+    found = search.search(conn, wanted)
+    counted = capacity_rules.capacity(found, wanted)
+    shown = counted["trees"][: wanted.limit] if wanted.limit else counted["trees"]
+    names = search.provider_names(conn, (tree["root"] for tree in shown))
+    return {
+        "trees": [
+            {
+                "root": {"uuid": found.providers[t["root"]].uuid, "name": names[t["root"]]},
+                "copies": t["copies"],
+                "exact": t["exact"],
+            }
+            for t in shown
+        ],
+        "trees_with_room": len(counted["trees"]),
+        "total": counted["total"],
+        "total_exact": counted["total_exact"],
+    }

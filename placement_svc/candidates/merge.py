@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import itertools
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from placement_svc.candidates import prune, subtree
@@ -116,6 +116,25 @@ def choose(
     return chosen, (whole if len(whole) > limit else None)
 
 
+def trees_with_candidates(
+    request: Request, found: Found, roots: Iterable[int], shared_room: bool = True
+) -> list[int]:
+    """The roots (of ``roots``) whose trees have at least one candidate: the
+    walk stops at each tree's first. ``shared_room`` False: as if each
+    group had its providers' room to itself (an explanation's first step)."""
+    walk = _Walk(request, found, None, shared_room)
+    return [root for root in roots if next(iter(walk.tree(root)), None) is not None]
+
+
+def first_in_tree(request: Request, found: Found) -> Callable[[int], Candidate | None]:
+    """root -> the first candidate of its tree in the walk's order, on the
+    room as it is when asked: a caller may take room away between calls
+    (capacity.py claims copies), as the walk checks every amount against the
+    room left."""
+    walk = _Walk(request, found, None)
+    return lambda root: next(iter(walk.tree(root)), None)
+
+
 def _round_robin(iterators: list[Iterator[Candidate]]) -> Iterator[Candidate]:
     active = list(iterators)
     while active:
@@ -164,7 +183,8 @@ def _options_by_root(found: Found) -> dict[tuple[str, str | None], dict[int, lis
     return index
 
 
-def _slots(request: Request) -> list[_Slot]:
+def slots(request: Request) -> list[_Slot]:
+    """The walk's slots for a request, in the order it fills them."""
     slots: list[_Slot] = []
     for suffix, group in request.groups.items():
         if group.same_provider:
@@ -184,9 +204,18 @@ def _slots(request: Request) -> list[_Slot]:
 class _Walk:
     """The rules of one request, applied tree by tree."""
 
-    def __init__(self, request: Request, found: Found, shuffle: random.Random | None) -> None:
+    def __init__(
+        self,
+        request: Request,
+        found: Found,
+        shuffle: random.Random | None,
+        shared_room: bool = True,
+    ) -> None:
         self.request, self.found, self.shuffle = request, found, shuffle
-        self.slots = _slots(request)
+        # Off only for an explanation's steps: each slot then needs room for
+        # its own amounts alone, as if no other group used its provider.
+        self.shared_room = shared_room
+        self.slots = slots(request)
         index = _options_by_root(found)
         self.reach = [index.get((slot.suffix, slot.key), {}) for slot in self.slots]
         self.subtree_done = subtree.completion(request, self.slots)
@@ -238,7 +267,7 @@ class _Walk:
         if not self.lone_ok:
             return ()
         room = self.found.room
-        for rc, total in self.totals.items():
+        for rc, total in self.totals.items() if self.shared_room else ():
             have = room[(pid, rc)]
             if total > have.free or total > have.max_unit:
                 return ()
@@ -266,7 +295,7 @@ class _Walk:
         room left cannot cover the slots still to fill, or a branch mirrors
         one that ended without a candidate (see prune.py)."""
         slots, demand = self.slots, self.demand
-        bound = prune.RoomBound(slots, options, self.found)
+        bound = prune.RoomBound(slots, options, self.found, self.shared_room)
         if not bound.allows(demand[0]):
             return iter(())
         mirrors = prune.Mirrors(self.found, options, self.parents, self.classes)
@@ -323,10 +352,10 @@ class _Walk:
     ) -> bool:
         """Room for the slot on ``pid``; isolation: an isolated group's
         provider serves no other granular group, whichever comes first."""
-        room = self.found.room
+        room, shared = self.found.room, self.shared_room
         for rc, amount in slot.amounts:
             have = room[(pid, rc)]
-            total = used.get((pid, rc), 0) + amount
+            total = used.get((pid, rc), 0) + amount if shared else amount
             if total > have.free or total > have.max_unit:
                 return False
         if slot.granular and granular_users.get(pid) and (slot.isolated or isolated_users.get(pid)):

@@ -72,7 +72,12 @@ class RoomBound:
     isolated groups still to place need that many providers in their reach
     that serve no granular group yet: ``free_left`` counts those."""
 
-    def __init__(self, slots: Sequence[Slot], options: list[list[int]], found: Found) -> None:
+    def __init__(
+        self, slots: Sequence[Slot], options: list[list[int]], found: Found, shared: bool = True
+    ) -> None:
+        """``shared`` False: the groups do not share their providers' room
+        (an explanation's step without that rule), so the bound is off."""
+        self.shared = shared
         room = found.room
         self.capacity: dict[str, float] = {}
         counted: set[tuple[int, str]] = set()
@@ -91,6 +96,8 @@ class RoomBound:
         self.placed: dict[str, int] = {}
 
     def allows(self, demand: tuple[tuple[tuple[str, int], ...], int]) -> bool:
+        if not self.shared:
+            return True
         amounts, isolated = demand
         for rc, amount in amounts:
             if amount > self.capacity[rc] - self.placed.get(rc, 0):

@@ -81,14 +81,14 @@ def search(conn: Connection, request: Request) -> Found:
         more = RP.c.root_provider_id.in_(sorted(missing_roots))
         _load_providers(conn, found, more, trait_names)
         in_trees = in_trees | more
-    found.traits = _interned(trait_names, found.providers)
+    found.traits = interned(trait_names, found.providers)
     # Aggregates matter only to member_of (sharing has its own query above)
     # and to root_member_of, which reads the roots' alone.
     if any(group.member_of for group in request.groups.values()):
-        found.aggregates = _aggregates(conn, found.providers, in_trees)
+        found.aggregates = aggregates_of(conn, found.providers, in_trees)
     elif request.root_member_of:
         roots = in_trees & (RP.c.id == RP.c.root_provider_id)
-        found.aggregates = _aggregates(conn, found.providers, roots)
+        found.aggregates = aggregates_of(conn, found.providers, roots)
     eligibility.apply(found, request)
     return found
 
@@ -190,6 +190,16 @@ def _load_sharing(conn: Connection, found: Found) -> set[int]:
     returns the roots of trees shared with that are not loaded yet."""
     if not found.sharing:
         return set()
+    found.shares_with = shared_roots(conn, found.sharing, found.providers)
+    # The trees shared with must be loaded too (their providers may serve other groups).
+    return set().union(*found.shares_with.values()) - {p.root_id for p in found.providers.values()}
+
+
+def shared_roots(
+    conn: Connection, sharing: set[int], providers: dict[int, Provider]
+) -> dict[int, set[int]]:
+    """sharing provider -> the roots of the trees it shares with: those of
+    every provider in one of its aggregates, and its own."""
     mine = RPA.alias("mine")
     theirs = RPA.alias("theirs")
     rows = conn.execute(
@@ -199,20 +209,16 @@ def _load_sharing(conn: Connection, found: Found) -> set[int]:
                 RP, RP.c.id == theirs.c.resource_provider_id
             )
         )
-        .where(mine.c.resource_provider_id.in_(sorted(found.sharing)))
+        .where(mine.c.resource_provider_id.in_(sorted(sharing)))
         .distinct()
     ).all()
+    shares_with: dict[int, set[int]] = {pid: {providers[pid].root_id} for pid in sharing}
     for sharing_id, root_id in rows:
-        found.shares_with.setdefault(sharing_id, set()).add(root_id)
-    for sharing_id in found.sharing:
-        found.shares_with.setdefault(sharing_id, set()).add(found.providers[sharing_id].root_id)
-    # The trees shared with must be loaded too (their providers may serve other groups).
-    return set().union(*found.shares_with.values()) - {p.root_id for p in found.providers.values()}
+        shares_with[sharing_id].add(root_id)
+    return shares_with
 
 
-def _interned(
-    names_of: dict[int, list[str]], providers: Iterable[int]
-) -> dict[int, frozenset[str]]:
+def interned(names_of: dict[int, list[str]], providers: Iterable[int]) -> dict[int, frozenset[str]]:
     """provider -> its names as a frozenset, for every provider given (empty if
     it has none); equal sets are one object."""
     shared: dict[tuple[str, ...], frozenset[str]] = {(): frozenset()}
@@ -226,7 +232,7 @@ def _interned(
     return result
 
 
-def _aggregates(
+def aggregates_of(
     conn: Connection, providers: dict[int, Provider], in_trees: ColumnElement[bool]
 ) -> dict[int, frozenset[str]]:
     if not providers:
@@ -242,4 +248,12 @@ def _aggregates(
         .where(in_trees)
     ).all():
         names_of.setdefault(pid, []).append(uuid)
-    return _interned(names_of, providers)
+    return interned(names_of, providers)
+
+
+def provider_names(conn: Connection, ids: Iterable[int]) -> dict[int, str]:
+    """provider id -> name, for the few an answer names (a Found has no names)."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    return dict(conn.execute(sa.select(RP.c.id, RP.c.name).where(RP.c.id.in_(wanted))).all())

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from placement_svc.candidates.model import Found
+from placement_svc.candidates.model import Found, Survey
 from placement_svc.candidates.request import Request
 
 
@@ -46,7 +46,11 @@ def apart_completion(
 
 
 def apart(
-    found: Found, slots: Sequence[Slot], assigned: list[int], positive: frozenset[str], negated: str
+    found: Found | Survey,
+    slots: Sequence[Slot],
+    assigned: list[int],
+    positive: frozenset[str],
+    negated: str,
 ) -> bool:
     """same_subtree=_P,!_N: the provider of ``negated`` is neither the
     positive groups' subtree root nor below it (an ancestor of the root, or
@@ -66,7 +70,7 @@ def apart(
     return True
 
 
-def root(found: Found, members: set[int]) -> int | None:
+def root(found: Found | Survey, members: set[int]) -> int | None:
     """The member that is an ancestor-or-self of every member, or None.
 
     It is unique when it exists (two providers each an ancestor-or-self of

@@ -151,7 +151,7 @@ def alloc_of(*parts):
 
 def test_demand_after_sums_what_each_index_still_needs():
     qs = "resources=VCPU:2&resources_A=CUSTOM_DEV:1&resources_B=CUSTOM_DEV:2,VCPU:1"
-    slots = merge._slots(ask(qs + "&group_policy=isolate"))
+    slots = merge.slots(ask(qs + "&group_policy=isolate"))
     assert [(dict(amounts), isolated) for amounts, isolated in prune.demand_after(slots)] == [
         ({"VCPU": 3, "CUSTOM_DEV": 3}, 2),
         ({"VCPU": 1, "CUSTOM_DEV": 3}, 2),
@@ -159,7 +159,7 @@ def test_demand_after_sums_what_each_index_still_needs():
         ({}, 0),
     ]
     # only isolated groups need a provider of their own
-    slots = merge._slots(ask(qs + "&group_policy=none"))
+    slots = merge.slots(ask(qs + "&group_policy=none"))
     assert [isolated for _amounts, isolated in prune.demand_after(slots)] == [0, 0, 0, 0]
 
 

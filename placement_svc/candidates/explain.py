@@ -1,0 +1,198 @@
+"""Why a GET /allocation_candidates query has the candidates it has (or
+none), as plain data: the body of GET /allocation_candidates/explain. Pure.
+
+Four parts, each from where it is true:
+
+- per group, the funnel of providers (funnel.py, on the Survey);
+- request-wide filters on the trees every group can be served in
+  (root_required, root_member_of), trees before and after;
+- the merge rules, trees before and after each: the engine's own walk
+  (merge.trees_with_candidates) on the engine's own Found, asked again with
+  one more rule at a time, so a tree a rule removes is one the answer lacks
+  for that rule;
+- the number of candidates, counted by walking the very stream the answer
+  is cut from; and the near misses (nearmiss.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+from placement_svc.candidates import eligibility, funnel, merge, nearmiss
+from placement_svc.candidates.model import Found, Survey
+from placement_svc.candidates.request import Request
+
+# Counting walks the candidates without keeping them; past this many it stops
+# and says so (the answer itself would be this long or longer).
+COUNT_CAP = 100_000
+NEAR_MISSES = 5  # the default of near_misses=
+MAX_NEAR_MISSES = 50
+
+
+def explain(
+    found: Found,
+    survey: Survey,
+    request: Request,
+    max_candidates: int = -1,
+    near: int = NEAR_MISSES,
+) -> dict[str, Any]:
+    """The explanation of ``request``: ``found`` is what the search loaded
+    for it, ``survey`` the whole cloud; ``max_candidates`` the configured
+    max_allocation_candidates (-1: none)."""
+    funnels = {suffix: funnel.group_funnel(survey, g) for suffix, g in request.groups.items()}
+    served: set[int] | None = None
+    for each in funnels.values():
+        served = each.trees if served is None else served & each.trees
+    request_filters = _request_filters(survey, request, sorted(served or ()))
+    merge_rules, trees = _merge_rules(found, request)
+    count, capped = _count(found, request, max_candidates)
+    return {
+        "cloud": {"providers": len(survey.providers), "trees": len(survey.roots())},
+        "groups": {suffix: each.body(request.groups[suffix]) for suffix, each in funnels.items()},
+        "trees_for_all_groups": len(served or ()),
+        "request_filters": request_filters,
+        "merge_rules": merge_rules,
+        "trees_with_candidates": len(trees),
+        "candidates": count,
+        "candidates_capped": capped,
+        "near_misses": nearmiss.near_misses(survey, request, set(trees), near),
+    }
+
+
+def first_empty_step(body: dict[str, Any]) -> str:
+    """What left an answer empty, in one phrase for the log: the first step
+    of the explanation, in its order, that left nothing."""
+    if not body["cloud"]["providers"]:
+        return "there are no resource providers"
+    for suffix, group in body["groups"].items():
+        before = pre_room = group["considered"]
+        for step in group["funnel"]:
+            if step["filter"] == "resources" and not suffix:
+                before = pre_room  # the unsuffixed group's classes count from the same ones
+            if not step["after"]:
+                shown = ",".join(step["value"])
+                return f"group '{suffix}' {step['filter']} {shown} left none of {before} providers"
+            before = step["after"]
+            if step["filter"] != "resources":
+                pre_room = before
+        if not group["trees"]:
+            return f"group '{suffix}' has providers, but no tree holds all its classes"
+    if not body["trees_for_all_groups"]:
+        counts = ", ".join(f"'{s}' {g['trees']}" for s, g in body["groups"].items())
+        return f"no tree can serve every group (trees per group: {counts})"
+    for step in body["request_filters"] + body["merge_rules"]:
+        if not step["after"]:
+            name = step.get("filter") or step.get("rule")
+            return f"{name} {','.join(step['value'])} left none of {step['before']} trees"
+    return "no candidate"
+
+
+def _request_filters(survey: Survey, request: Request, trees: list[int]) -> list[dict[str, Any]]:
+    steps = []
+    if request.root_required or request.root_forbidden:
+        required, forbidden = request.root_required, request.root_forbidden
+        kept = [
+            r for r in trees if required <= survey.traits[r] and not (forbidden & survey.traits[r])
+        ]
+        shown = sorted(required) + [f"!{t}" for t in sorted(forbidden)]
+        steps.append(_step("filter", "root_required", shown, trees, kept))
+        trees = kept
+    if request.root_member_of:
+        held = survey.aggregates
+        kept = [r for r in trees if eligibility.in_aggregates(request, held.get(r, frozenset()))]
+        member_of = request.root_member_of
+        shown = [funnel.listed(one) for one in member_of.any_of]
+        shown += [f"!{agg}" for agg in sorted(member_of.forbidden)]
+        steps.append(_step("filter", "root_member_of", shown, trees, kept))
+    return steps
+
+
+def _step(
+    kind: str, name: str, value: list[str], before: list[int], after: list[int]
+) -> dict[str, Any]:
+    return {kind: name, "value": value, "before": len(before), "after": len(after)}
+
+
+def _merge_rules(found: Found, request: Request) -> tuple[list[dict[str, Any]], list[int]]:
+    """Trees before and after each merge rule the request has, the rules
+    added one at a time in a fixed order: first each slot's room alone, as
+    if no other group used its provider (every tree whose slots all have a
+    provider); then room shared by the groups, before 1.29 one provider per
+    tree, the unsuffixed group's required traits over its providers,
+    isolation, same_subtree and its negated groups. The last step asks the
+    request itself."""
+    current = _relaxed(request)
+    trees = merge.trees_with_candidates(current, found, found.roots, shared_room=False)
+    counts: dict[str, int] = {}
+    for slot in merge.slots(request):
+        for rc, _amount in slot.amounts:
+            counts[rc] = counts.get(rc, 0) + 1
+    # (rule, what the request asked, the request with every rule so far)
+    rules: list[tuple[str, list[str], Request]] = []
+    shared = sorted(rc for rc, n in counts.items() if n > 1)
+    if shared:
+        rules.append(("shared_room", shared, current))
+    if not request.nested:
+        current = dataclasses.replace(current, nested=False)
+        rules.append(("one_provider_per_tree", [], current))
+    unsuffixed = request.groups.get("")
+    if unsuffixed is not None and unsuffixed.required.any_of:
+        current = dataclasses.replace(current, groups=request.groups)
+        shown = [funnel.listed(one) for one in unsuffixed.required.any_of]
+        rules.append(("tree_traits", shown, current))
+    granular = [s for s, g in request.groups.items() if g.same_provider]
+    if request.isolated and len(granular) > 1:
+        current = dataclasses.replace(current, isolated=request.isolated)
+        name = "group_policy=isolate" if request.isolate else "isolate"
+        rules.append((name, sorted(request.isolated), current))
+    if request.same_subtrees:
+        current = dataclasses.replace(current, same_subtrees=request.same_subtrees)
+        shown = [",".join(sorted(s)) for s in request.same_subtrees]
+        rules.append(("same_subtree", shown, current))
+    if request.apart:
+        current = dataclasses.replace(current, apart=request.apart)
+        shown = [
+            ",".join(sorted(p) + [f"!{n}" for n in sorted(negated)]) for p, negated in request.apart
+        ]
+        rules.append(("same_subtree_apart", shown, current))
+    steps = []
+    for name, value, asked in rules:
+        kept = merge.trees_with_candidates(asked, found, trees)
+        steps.append(_step("rule", name, value, trees, kept))
+        trees = kept
+    return steps, trees
+
+
+def _relaxed(request: Request) -> Request:
+    """``request`` without the rules of several groups at once: isolation,
+    same_subtree, one provider per tree (before 1.29) and the unsuffixed
+    group's traits over its providers (its forbidden traits are each
+    provider's own, and stay)."""
+    groups = dict(request.groups)
+    unsuffixed = groups.get("")
+    if unsuffixed is not None and unsuffixed.required.any_of:
+        required = dataclasses.replace(unsuffixed.required, any_of=[])
+        groups[""] = dataclasses.replace(unsuffixed, required=required)
+    return dataclasses.replace(
+        request,
+        groups=groups,
+        isolated=frozenset(),
+        group_policy=None,
+        same_subtrees=[],
+        apart=[],
+        nested=True,
+    )
+
+
+def _count(found: Found, request: Request, max_candidates: int) -> tuple[int, dict | None]:
+    """How many candidates the answer has without ``limit``: the stream the
+    answer is cut from, walked to its end or to a cap (and which cap)."""
+    cap, by = COUNT_CAP, "explain"
+    if 0 <= max_candidates <= COUNT_CAP:
+        cap, by = max_candidates, "max_allocation_candidates"
+    count = sum(1 for _ in itertools.islice(merge.generate(request, found), cap + 1))
+    if count > cap:
+        return cap, {"at": cap, "by": by}
+    return count, None
