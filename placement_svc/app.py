@@ -8,7 +8,7 @@ import logging
 import falcon
 from oslo_middleware import cors
 
-from placement_svc import accept, auth, errors, middleware, policy, requestlog
+from placement_svc import accept, auth, errors, middleware, policy, requestlog, web
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
@@ -81,6 +81,16 @@ def route_table(db, conf) -> list[tuple[str, dict]]:
             {"GET": allocs.show, "PUT": allocs.replace, "DELETE": allocs.delete},
         ),
         ("/allocation_candidates", {"GET": candidates.list}),
+        # placement-svc's own (1.44): before it, any method is a 404, as for
+        # any URL upstream does not have.
+        (
+            "/allocation_candidates/explain",
+            {"GET": candidates.explain, SINCE: mv.CANDIDATES_EXPLAIN},
+        ),
+        (
+            "/allocation_candidates/capacity",
+            {"GET": candidates.capacity, SINCE: mv.CANDIDATES_EXPLAIN},
+        ),
         ("/traits", {"GET": trs.list}),
         ("/traits/{name}", {"GET": trs.show, "PUT": trs.update, "DELETE": trs.delete}),
         ("/usages", {"GET": total_usages.show}),
@@ -88,17 +98,27 @@ def route_table(db, conf) -> list[tuple[str, dict]]:
     ]
 
 
+# In a route's handlers: the microversion the URL appears at, for a URL of
+# placement-svc's own (its handlers check it themselves).
+SINCE = "since"
+
+
 class _Resource:
     """Binds one URL's handlers to falcon responders. Every other method, OPTIONS
-    included (falcon would answer that one itself), is a 405 naming the allowed ones."""
+    included (falcon would answer that one itself), is a 405 naming the allowed
+    ones; a 404 before the microversion a URL of our own appears at."""
 
     def __init__(self, handlers: dict):
+        handlers = dict(handlers)
+        self.since = handlers.pop(SINCE, None)
         self.allowed = list(handlers)
         for method in falcon.COMBINED_METHODS:
             handler = handlers.get(method, self._not_allowed)
             setattr(self, "on_" + method.lower(), handler)
 
     def _not_allowed(self, req, resp, **_params):
+        if self.since is not None:
+            web.require_version(req, self.since)
         raise errors.MethodNotAllowed(req.method, self.allowed)
 
 

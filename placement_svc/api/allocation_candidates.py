@@ -1,16 +1,24 @@
-"""GET /allocation_candidates (1.10+): parse, find (search, merge, render), answer."""
+"""GET /allocation_candidates (1.10+): parse, find (search, merge, render),
+answer; and placement-svc's own (1.44+) /allocation_candidates/explain and
+/allocation_candidates/capacity, which take the same query."""
 
 from __future__ import annotations
 
+import logging
 import random
 from functools import partial
 
+from placement_svc import accept, errors, web
 from placement_svc import microversion as mv
-from placement_svc import web
-from placement_svc.candidates import request
-from placement_svc.candidates.find import Settings, find
+from placement_svc.candidates import explain as explain_rules
+from placement_svc.candidates import find, request, text
+from placement_svc.candidates.find import Settings
 from placement_svc.policies import allocation_candidates as policies
 from placement_svc.schemas import allocation_candidate as schema
+
+# The request log's logger: an empty answer says there why it is empty.
+LOG = logging.getLogger("placement_svc.requests")
+TEXT = "text/plain"
 
 
 class AllocationCandidates:
@@ -26,7 +34,70 @@ class AllocationCandidates:
         wanted = request.parse(web.query(req, schema.query_schema(version)), version)
         rng = random.Random() if self.conf.randomize_allocation_candidates else None
         work = partial(
-            find, wanted=wanted, version=version, settings=Settings.of(self.conf), rng=rng
+            find.find_noting_empty,
+            wanted=wanted,
+            version=version,
+            settings=Settings.of(self.conf),
+            rng=rng,
         )
-        web.render(resp, self.db.read(work))
+        body, empty_because = self.db.read(work)
+        if empty_because is not None:
+            LOG.info(
+                "No allocation candidates for %s: %s",
+                req.context.placement.request_id,
+                empty_because,
+            )
+        web.render(resp, body)
         web.cache_headers(req, resp)
+
+    def explain(self, req, resp):
+        web.require_version(req, mv.CANDIDATES_EXPLAIN)
+        media_type = _media_type(req)
+        req.context.placement.can(policies.EXPLAIN)
+        version = web.version(req)
+        params = web.query(req, schema.explain_schema(version))
+        near = _near_misses(params)
+        wanted = request.parse(params, version)
+        work = partial(find.explain, wanted=wanted, settings=Settings.of(self.conf), near=near)
+        _answer(resp, media_type, self.db.read(work), text.explain)
+
+    def capacity(self, req, resp):
+        web.require_version(req, mv.CANDIDATES_EXPLAIN)
+        media_type = _media_type(req)
+        req.context.placement.can(policies.CAPACITY)
+        version = web.version(req)
+        wanted = request.parse(web.query(req, schema.query_schema(version)), version)
+        _answer(
+            resp, media_type, self.db.read(partial(find.capacity, wanted=wanted)), text.capacity
+        )
+
+
+def _media_type(req) -> str:
+    """JSON, or plain text for a client that prefers it (curl users); 406
+    for one that takes neither."""
+    offers = accept.acceptable(req.get_header("Accept"), (web.JSON, TEXT))
+    if not offers:
+        raise errors.NotAcceptable(f"Only {web.JSON} or {TEXT} is provided")
+    return offers[0]
+
+
+def _near_misses(params: dict[str, list[str]]) -> int:
+    """near_misses= (the schema checked it is a number): at most the cap."""
+    if "near_misses" not in params:
+        return explain_rules.NEAR_MISSES
+    near = int(params["near_misses"][-1])
+    if near > explain_rules.MAX_NEAR_MISSES:
+        raise errors.BadRequest(
+            f"Invalid query string parameters: near_misses must be at most "
+            f"{explain_rules.MAX_NEAR_MISSES}, got {near}."
+        )
+    return near
+
+
+def _answer(resp, media_type: str, body, as_text) -> None:
+    if media_type == TEXT:
+        resp.status = 200
+        resp.content_type = f"{TEXT}; charset=UTF-8"
+        resp.text = as_text(body)
+    else:
+        web.render(resp, body)

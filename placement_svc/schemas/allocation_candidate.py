@@ -11,6 +11,9 @@ from placement_svc.schemas.common import Schema, pick
 _STRING = {"type": "string"}
 LIMIT = {"type": ["integer", "string"], "pattern": "^[1-9][0-9]*$", "minimum": 1, "minLength": 1}
 GROUP_POLICY = {"type": "string", "enum": ["none", "isolate"]}
+# /allocation_candidates/explain only (1.44): how many near misses to list;
+# the handler checks the upper bound, with words a pattern cannot give.
+NEAR_MISSES = {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minLength": 1}
 
 NUMBERED_SUFFIX = "[1-9][0-9]*"  # 1.25 - 1.32
 STRING_SUFFIX = "[a-zA-Z0-9_-]{1,64}"  # 1.33+
@@ -36,7 +39,7 @@ def suffix_pattern(version) -> str | None:
     return None
 
 
-def _build(version) -> Schema:
+def _build(version, explain: bool = False) -> Schema:
     properties: dict = {}
     pattern_properties: dict = {}
     suffix = suffix_pattern(version)
@@ -59,6 +62,8 @@ def _build(version) -> Schema:
         properties["root_member_of"] = _STRING
     if version >= mv.GRANULAR_ISOLATE:
         properties["isolate"] = _STRING
+    if explain:
+        properties["near_misses"] = NEAR_MISSES
     # The keys in upstream's order: jsonschema reports the first failing rule
     # in that order, so a query that breaks two ("resources1" alone at 1.24)
     # gets upstream's words ("'resources' is a required property").
@@ -93,6 +98,15 @@ _BY_VERSION = [(feature, _build(feature)) for feature in _CHANGES]
 
 def for_version(version) -> Schema:
     return pick(_BY_VERSION, version)
+
+
+# /allocation_candidates/explain: the same query and near_misses=. From
+# the version it appears at; a later feature that changes the query adds a row.
+_EXPLAIN_BY_VERSION = [(mv.CANDIDATES_EXPLAIN, _build(mv.CANDIDATES_EXPLAIN, explain=True))]
+
+
+def explain_schema(version) -> Schema:
+    return pick(_EXPLAIN_BY_VERSION, version)
 
 
 # The name api/allocation_candidates.py and the tests know it by.
