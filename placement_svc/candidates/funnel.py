@@ -131,7 +131,7 @@ def filters(survey: Survey, group: RequestGroup) -> list[Filter]:
     if member_of.forbidden:
         found.append(
             (
-                "forbidden aggregates",
+                "forbidden_aggregates",
                 [f"!{agg}" for agg in sorted(member_of.forbidden)],
                 lambda pid: (
                     not any(held & member_of.forbidden for held in holders(survey, group, pid))
@@ -144,12 +144,12 @@ def filters(survey: Survey, group: RequestGroup) -> list[Filter]:
     either = [one for one in required.any_of if len(one) > 1]
     if group.same_provider and alone:
         names = frozenset().union(*alone)
-        found.append(("required traits", sorted(names), lambda pid: names <= traits[pid]))
+        found.append(("required_traits", sorted(names), lambda pid: names <= traits[pid]))
     if required.forbidden:
         forbidden = frozenset(required.forbidden)
         found.append(
             (
-                "forbidden traits",
+                "forbidden_traits",
                 [f"!{t}" for t in sorted(forbidden)],
                 lambda pid: not (traits[pid] & forbidden),
             )
@@ -157,7 +157,7 @@ def filters(survey: Survey, group: RequestGroup) -> list[Filter]:
     if group.same_provider and either:
         found.append(
             (
-                "any-of traits",
+                "any_of_traits",
                 [listed(one) for one in either],
                 lambda pid: all(traits[pid] & one for one in either),
             )
