@@ -358,6 +358,42 @@ def measure(clients, label, version, query, repeat):
     print(line, flush=True)
 
 
+EXPLAINED = "/allocation_candidates"
+EXPLAINERS = ("/allocation_candidates/explain", "/allocation_candidates/capacity")
+
+
+def measure_explain(client, label, query, repeat):
+    """Time one query's GET /allocation_candidates, /explain and /capacity
+    (placement-svc's own, 1.44), taking turns, and print each median and its
+    ratio to the candidates query's. placement-svc only."""
+    client.headers["openstack-api-version"] = "placement 1.44"
+    paths = (EXPLAINED, *EXPLAINERS)
+    timings: dict[str, list[float]] = {path: [] for path in paths}
+    shown: dict[str, str] = {}
+    for round_ in range(repeat):
+        for path in paths if round_ % 2 else reversed(paths):
+            start = time.perf_counter()
+            status, raw = client.raw("GET", f"{path}?{query}")
+            timings[path].append(time.perf_counter() - start)
+            if status != 200:
+                raise RuntimeError(f"{label} {path}: {status} {raw[:500]!r}")
+            body = json.loads(raw)
+            if path == EXPLAINED:
+                shown[path] = f"candidates {len(body['allocation_requests'])}"
+            elif "near_misses" in body:
+                shown[path] = f"candidates {body['candidates']}"
+            else:
+                shown[path] = f"copies {body['total']}"
+    client.headers["openstack-api-version"] = "placement 1.39"
+    base = statistics.median(timings[EXPLAINED])
+    columns = []
+    for path in paths:
+        median = statistics.median(timings[path])
+        name = path.rsplit("/", 1)[-1]
+        columns.append(f"{name} {median * 1000:6.1f} ms ({median / base:.2f}x, {shown[path]})")
+    print(f"{label:52s} " + "  |  ".join(columns), flush=True)
+
+
 def load(client, scenario, args) -> str:
     """Load one scenario's cloud; returns what was loaded, for the log."""
     if scenario == "flat":
@@ -394,6 +430,12 @@ def main(argv=None):
         "each beside the same query without it; not for upstream",
     )
     parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="instead of comparing endpoints, time each query's /explain and /capacity "
+        "(placement-svc's own, 1.44) beside the query itself; not for upstream",
+    )
+    parser.add_argument(
         "--no-load",
         action="store_true",
         help="only run the queries: the cloud is already loaded by an earlier run",
@@ -420,7 +462,10 @@ def main(argv=None):
         if args.own:
             asked += own_queries(scenario, args.wide_hosts)
         for label, version, query in asked:
-            measure(clients, label, version, query, args.repeat)
+            if args.explain:
+                measure_explain(clients[0], label, query, args.repeat)
+            else:
+                measure(clients, label, version, query, args.repeat)
 
 
 if __name__ == "__main__":

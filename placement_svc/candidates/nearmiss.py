@@ -43,19 +43,26 @@ def near_misses(
     if limit <= 0:
         return []
     misses = _Misses(survey, request)
-    ranked = heapq.nsmallest(
-        limit,
-        (
-            (len(fails), root, fails)
-            for root in survey.roots()
-            if root not in served
-            for fails in (misses.of_tree(root),)
-        ),
-        key=lambda item: (item[0], item[1]),
-    )
+    # The ``limit`` best so far as a heap whose top is the worst of them:
+    # (-count, -root). Roots come oldest first, so a later tree must break
+    # fewer rules than that worst to take its place; its rules are counted
+    # only until it cannot (most trees of a big cloud stop early).
+    best: list[tuple[int, int, list[Fail]]] = []
+    for root in survey.roots():
+        if root in served:
+            continue
+        worst = -best[0][0] if len(best) >= limit else None
+        fails = misses.of_tree(root, worst)
+        if fails is None:
+            continue
+        item = (-len(fails), -root, fails)
+        if len(best) < limit:
+            heapq.heappush(best, item)
+        else:
+            heapq.heapreplace(best, item)
     return [
-        {"root": misses.ref(root), "fails": [fail.body() for fail in fails]}
-        for _count, root, fails in ranked
+        {"root": misses.ref(-root), "fails": [fail.body() for fail in fails]}
+        for _count, root, fails in sorted(best, reverse=True)
     ]
 
 
@@ -89,37 +96,54 @@ class _Misses:
     def ref(self, pid: int) -> dict[str, str]:
         return {"uuid": self.survey.providers[pid].uuid, "name": self.survey.names[pid]}
 
-    def of_tree(self, root: int) -> list[Fail]:
-        assigned = self._assign(root)
+    def of_tree(self, root: int, worst: int | None = None) -> list[Fail] | None:
+        """Every rule the tree's assignment breaks; None as soon as they are
+        ``worst`` or more (the tree cannot be among the best)."""
         fails = self._root_fails(root)
+        if worst is not None and len(fails) >= worst:
+            return None
+        assigned = self._assign(root)
         seen = set()
         for slot, pid in zip(self.slots, assigned):
             for fail in self._group_fails(slot.suffix, pid):
                 if fail.text not in seen:
                     seen.add(fail.text)
                     fails.append(fail)
-        fails += self._room_fails(assigned)
-        fails += self._tree_trait_fails(assigned)
-        fails += self._isolation_fails(assigned)
-        fails += self._subtree_fails(assigned)
+        for more in (
+            self._room_fails,
+            self._tree_trait_fails,
+            self._isolation_fails,
+            self._subtree_fails,
+        ):
+            if worst is not None and len(fails) >= worst:
+                return None
+            fails += more(assigned)
         fails += _conflicts(fails)
+        if worst is not None and len(fails) >= worst:
+            return None
         return fails
 
     # -- choosing the assignment ----------------------------------------------
 
     def _assign(self, root: int) -> list[int]:
         survey = self.survey
+        reach = self.reach.get(root, [root])
+        if len(reach) == 1:  # a tree of one provider, no sharing: no choice to make
+            return reach * len(self.slots)
         amounts: dict[tuple[int, str], list[int]] = {}
         granular: dict[int, list[bool]] = {}  # provider -> isolated flag of each granular slot
         assigned = []
         for slot in self.slots:
             best, best_cost = None, 0
-            for pid in self.reach.get(root, ()):
+            for pid in reach:
                 cost = len(self._group_fails(slot.suffix, pid))
                 for rc, amount in slot.amounts:
-                    before = amounts.get((pid, rc), [])
-                    cost += _room_count(survey, pid, rc, [*before, amount]) - _room_count(
-                        survey, pid, rc, before
+                    before = amounts.get((pid, rc))
+                    cost += (
+                        _room_count(survey, pid, rc, [*before, amount])
+                        - _room_count(survey, pid, rc, before)
+                        if before
+                        else _room_count(survey, pid, rc, [amount])
                     )
                 users = granular.get(pid, [])
                 if slot.granular and users and (slot.isolated or any(users)):
@@ -214,7 +238,11 @@ class _Misses:
                 Fail(
                     "member_of",
                     f"{survey.names[owner]} {_not_in(one)}",
-                    {"provider": self.ref(owner), "groups": [group.suffix], "aggregates": sorted(one)},
+                    {
+                        "provider": self.ref(owner),
+                        "groups": [group.suffix],
+                        "aggregates": sorted(one),
+                    },
                 )
                 for one in missing[fewest]
             ]
@@ -249,9 +277,12 @@ class _Misses:
                     groups.append(slot.suffix)
         fails = []
         for (pid, rc), (amounts, groups) in placed.items():
+            stock = survey.stock.get((pid, rc))
+            lacking = () if stock is None else stock.lacks(*amounts)
+            if stock is not None and not lacking:
+                continue
             name, needs = survey.names[pid], sum(amounts)
             where = {"provider": self.ref(pid), "groups": groups, "resource_class": rc}
-            stock = survey.stock.get((pid, rc))
             if stock is None:
                 fails.append(
                     Fail("no_inventory", f"no {rc} inventory on {name}", {**where, "needs": needs})
@@ -270,7 +301,7 @@ class _Misses:
                 "max_unit": stock.max_unit,
                 "step_size": stock.step_size,
             }
-            for kind in stock.lacks(*amounts):
+            for kind in lacking:
                 if kind == "capacity":
                     text = (
                         f"{rc} on {name}: needs {needs}, {free} free (total {stock.total}, "
