@@ -19,6 +19,7 @@ from placement_svc import microversion as mv
 from placement_svc.candidates import capacity as capacity_rules
 from placement_svc.candidates import explain as explain_rules
 from placement_svc.candidates import merge, render, search, summaries, survey
+from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
 
 
@@ -47,7 +48,17 @@ def find(
 ) -> dict[str, Any]:
     """The response body for ``wanted`` at ``version``. With ``rng`` the
     candidates come in a random order (a fair sample under a limit)."""
-    found = search.search(conn, wanted)
+    return _answer(conn, search.search(conn, wanted), wanted, version, settings, rng)
+
+
+def _answer(
+    conn: Connection,
+    found: Found,
+    wanted: Request,
+    version: Version,
+    settings: Settings,
+    rng: random.Random | None,
+) -> dict[str, Any]:
     stream = merge.generate(wanted, found, settings.strategy, rng)
     chosen, whole = merge.choose(
         stream,
@@ -76,15 +87,12 @@ def find_noting_empty(
     """``find``, and for an answer without candidates the step that left it
     empty (what the request log says of it), from the same snapshot. A
     non-empty answer costs nothing more."""
-    body = find(conn, wanted, version, settings, rng)
+    found = search.search(conn, wanted)
+    body = _answer(conn, found, wanted, version, settings, rng)
     if body["allocation_requests"]:
         return body, None
-    return body, why_empty(conn, wanted, settings)
-
-
-def why_empty(conn: Connection, wanted: Request, settings: Settings = Settings()) -> str:
-    body = explain(conn, wanted, settings, near=0)
-    return explain_rules.first_empty_step(body)
+    why = explain(conn, wanted, settings, near=0, found=found)
+    return body, explain_rules.first_empty_step(why)
 
 
 def explain(
@@ -92,10 +100,12 @@ def explain(
     wanted: Request,
     settings: Settings = Settings(),
     near: int = explain_rules.NEAR_MISSES,
+    found: Found | None = None,
 ) -> dict[str, Any]:
     """The body of GET /allocation_candidates/explain: the search the answer
-    runs, and the whole cloud beside it."""
-    found = search.search(conn, wanted)
+    runs (``found``, when it has run already), and the whole cloud beside it."""
+    if found is None:
+        found = search.search(conn, wanted)
     cloud = survey.load(conn, wanted)
     return explain_rules.explain(found, cloud, wanted, settings.max_candidates, near)
 
