@@ -51,3 +51,32 @@ def test_hostile_values_never_give_a_500(test_db, qs, status):
         assert response.json() == {"allocation_requests": [], "provider_summaries": {}}
     else:
         assert "No such" in response.json()["errors"][0]["detail"]
+
+
+EXPLAINERS = ["/allocation_candidates/explain", "/allocation_candidates/capacity"]
+
+
+@pytest.mark.parametrize("path", EXPLAINERS)
+@pytest.mark.parametrize(("qs", "status"), CASES)
+def test_explain_and_capacity_take_the_same_hostile_values(test_db, path, qs, status):
+    """The same query, the same verdict: an amount nothing can hold is an
+    answer (no candidate, no copy), a NUL byte in a name a 400."""
+    response = _client(test_db).get(
+        f"{path}?{qs}", headers={"openstack-api-version": "placement 1.44"}
+    )
+    assert response.status_code == status, response.text
+    if status == 400:
+        assert "No such" in response.json()["errors"][0]["detail"]
+    elif path.endswith("explain"):
+        body = response.json()
+        assert (body["candidates"], body["trees_with_candidates"]) == (0, 0)
+        assert body["groups"][""]["funnel"][-1]["lacking"]["capacity"] == 1
+        (miss,) = body["near_misses"]
+        assert miss["fails"][0]["rule"] == "capacity"
+    else:
+        assert response.json() == {
+            "trees": [],
+            "trees_with_room": 0,
+            "total": 0,
+            "total_exact": True,
+        }
