@@ -1,0 +1,576 @@
+"""candidates.funnel on a hand-built Survey (model.Survey), no database.
+
+What is proven: each filter of a group's funnel counts the providers the
+ones before it left, in a fixed order (in_tree, member_of, forbidden
+aggregates, required traits, forbidden traits, any-of traits, then room per
+requested class), and only the filters the request asks for appear; a room
+step's ``lacking`` counts each reason on its own (a provider short of both
+capacity and max_unit counts in both); the unsuffixed group's classes each
+count from the same providers, and its required traits are no step of the
+funnel (they are a rule of the tree); member_of and forbidden aggregates
+count a provider's root's aggregates for the unsuffixed group, but not for
+a sharing provider nor for a granular group; in_tree with an unknown uuid
+leaves none, and keeps sharing providers of other trees out; the trees a
+group can be served in reach through sharing providers (per class for the
+unsuffixed group). On random clouds, the funnel's providers are exactly the
+options eligibility.py gives the engine on the Found the search would load
+for the same cloud.
+
+``Cloud`` (a Survey and the Found search.py would load from the same
+providers) and ``random_cloud`` / ``random_request`` are shared with the
+tests of nearmiss, explain and capacity.
+"""
+
+from __future__ import annotations
+
+import random
+from urllib.parse import parse_qsl
+
+from microversion_parse import Version
+
+from placement_svc.candidates import eligibility, funnel, request
+from placement_svc.candidates.model import Found, Provider, Room, Stock, Survey
+
+EXPLAIN = Version(1, 44)
+SHARING = "MISC_SHARES_VIA_AGGREGATE"
+AGG1, AGG2, AGG3 = (f"aaaaaaaa-0000-4000-8000-00000000000{n}" for n in (1, 2, 3))
+UNKNOWN = "ffffffff-ffff-4fff-8fff-ffffffffffff"
+
+
+def ask(qs: str, version: Version = EXPLAIN) -> request.Request:
+    params: dict[str, list[str]] = {}
+    for key, value in parse_qsl(qs, keep_blank_values=True):
+        params.setdefault(key, []).append(value)
+    return request.parse(params, version)
+
+
+def inventory(total, reserved=0, ratio=1.0, min_unit=1, max_unit=None, step=1, used=0) -> Stock:
+    """One inventory; max_unit defaults to the total."""
+    return Stock(
+        total, reserved, ratio, min_unit, total if max_unit is None else max_unit, step, used
+    )
+
+
+def uuid_of(pid: int) -> str:
+    return f"00000000-0000-4000-8000-{pid:012d}"
+
+
+class Cloud:
+    """Providers by name: the Survey an explanation reads, and (``found``)
+    what search.py would load from the same cloud for a request."""
+
+    def __init__(self):
+        self.survey = Survey()
+        self.ids: dict[str, int] = {}
+
+    def provider(self, name, parent=None, stock=None, traits=(), aggregates=()) -> int:
+        survey = self.survey
+        pid = len(self.ids) + 1
+        parent_id = self.ids[parent] if parent else None
+        root_id = survey.providers[parent_id].root_id if parent else pid
+        self.ids[name] = pid
+        survey.providers[pid] = Provider(pid, uuid_of(pid), parent_id, root_id)
+        survey.names[pid] = name
+        survey.traits[pid] = frozenset(traits)
+        survey.aggregates[pid] = frozenset(aggregates)
+        for rc, held in (stock or {}).items():
+            survey.stock[(pid, rc)] = held if isinstance(held, Stock) else inventory(held)
+        return pid
+
+    def sharing(self, name, stock, shares_with, parent=None, traits=(), aggregates=()) -> int:
+        """A sharing provider: its own tree and ``shares_with`` (root names)."""
+        pid = self.provider(name, parent, stock, (SHARING, *traits), aggregates)
+        self.survey.sharing.add(pid)
+        root = self.survey.providers[pid].root_id
+        self.survey.shares_with[pid] = {root} | {self.ids[r] for r in shares_with}
+        return pid
+
+    def uuid(self, name: str) -> str:
+        return self.survey.providers[self.ids[name]].uuid
+
+    def named(self, pids) -> list[str]:
+        return [self.survey.names[pid] for pid in pids]
+
+    def found(self, req: request.Request) -> Found:
+        """What search.search loads for ``req``, as it loads it: room for
+        each class's smallest requested amount (the rest as ``full``), the
+        providers of every tree holding an inventory of a requested class
+        and of every tree a sharing provider among them shares with,
+        aggregates when the request filters on them; then
+        eligibility.apply."""
+        survey, found = self.survey, Found()
+        smallest: dict[str, int] = {}
+        for group in req.groups.values():
+            for rc, amount in group.resources.items():
+                smallest[rc] = min(amount, smallest.get(rc, amount))
+        with_room: dict[str, list[int]] = {}
+        for (pid, rc), stock in sorted(survey.stock.items()):
+            if rc not in smallest:
+                continue
+            capacity = (stock.total - stock.reserved) * stock.allocation_ratio
+            free = capacity - stock.used
+            if free >= smallest[rc] and stock.max_unit >= smallest[rc]:
+                found.room[(pid, rc)] = Room(
+                    free, stock.min_unit, stock.max_unit, stock.step_size, int(capacity), stock.used
+                )
+                with_room.setdefault(rc, []).append(pid)
+            else:
+                found.full[(pid, rc)] = (int(capacity), stock.used)
+        found.with_room = with_room
+        if not with_room and all(g.resources for g in req.groups.values()):
+            return found
+        providers = survey.providers
+        trees = {providers[pid].root_id for pid, rc in survey.stock if rc in smallest}
+        loaded = {pid for pid, p in providers.items() if p.root_id in trees}
+        found.sharing = loaded & survey.sharing
+        found.shares_with = {pid: set(survey.shares_with[pid]) for pid in found.sharing}
+        more = set().union(*found.shares_with.values()) - trees
+        loaded |= {pid for pid, p in providers.items() if p.root_id in more}
+        found.providers = {pid: providers[pid] for pid in sorted(loaded)}
+        found.traits = {pid: survey.traits[pid] for pid in found.providers}
+        aggregates = survey.aggregates
+        if any(group.member_of for group in req.groups.values()):
+            found.aggregates = {pid: aggregates[pid] for pid in found.providers}
+        elif req.root_member_of:
+            found.aggregates = {
+                pid: aggregates[pid] if p.root_id == pid else frozenset()
+                for pid, p in found.providers.items()
+            }
+        eligibility.apply(found, req)
+        return found
+
+
+# Random clouds and requests, for the checks against the engine.
+
+CLASSES = ("VCPU", "DISK_GB")
+TRAITS = ("CUSTOM_A", "CUSTOM_B", "CUSTOM_C")
+AGGREGATES = (AGG1, AGG2, AGG3)
+
+
+def random_inventory(rng: random.Random) -> Stock:
+    return inventory(
+        rng.randint(1, 6),
+        reserved=rng.choice([0, 0, 1]),
+        ratio=rng.choice([1.0, 1.0, 1.5, 0.5]),
+        min_unit=rng.choice([1, 1, 2]),
+        max_unit=rng.choice([None, None, 2, 3]),
+        step=rng.choice([1, 1, 2]),
+        used=rng.choice([0, 0, 1, 2]),
+    )
+
+
+def random_cloud(rng: random.Random) -> Cloud:
+    """One to four trees of up to four providers, and up to two sharing
+    providers of DISK_GB; random inventories, traits and aggregates."""
+    cloud = Cloud()
+
+    def some(names, most):
+        return rng.sample(names, rng.randint(0, most))
+
+    def stock():
+        return {rc: random_inventory(rng) for rc in CLASSES if rng.random() < 0.5}
+
+    roots = []
+    for t in range(rng.randint(1, 4)):
+        names = [f"T{t}"]
+        roots.append(names[0])
+        cloud.provider(names[0], None, stock(), some(TRAITS, 2), some(AGGREGATES, 2))
+        for c in range(rng.randint(0, 3)):
+            name = f"T{t}C{c}"
+            cloud.provider(name, rng.choice(names), stock(), some(TRAITS, 2), some(AGGREGATES, 1))
+            names.append(name)
+    for s in range(rng.randint(0, 2)):
+        cloud.sharing(
+            f"S{s}",
+            {"DISK_GB": random_inventory(rng)},
+            some(roots, len(roots)),
+            traits=some(TRAITS, 1),
+            aggregates=some(AGGREGATES, 1),
+        )
+    return cloud
+
+
+def random_request(rng: random.Random, cloud: Cloud, rules: bool = True) -> str:
+    """A query at 1.44 over ``cloud``: groups with random resources, traits,
+    aggregates and in_tree; with ``rules`` also root_required,
+    root_member_of, group_policy, isolate and same_subtree. Negated groups
+    all have resources: a resourceless one may be served by a sharing
+    provider in another tree, which search.py loads only when it holds an
+    inventory of a requested class (the Survey has every provider), so the
+    engine's answer and the explanation's would not be comparable."""
+    parts = []
+
+    def filters(suffix: str) -> None:
+        if rng.random() < 0.35:
+            trait = rng.choice(TRAITS)
+            other = rng.choice([t for t in TRAITS if t != trait])
+            parts.append(
+                f"required{suffix}="
+                + rng.choice([trait, f"!{trait}", f"in:{trait},{other}", f"{trait},!{other}"])
+            )
+        if rng.random() < 0.25:
+            agg, other = rng.sample(AGGREGATES, 2)
+            parts.append(f"member_of{suffix}=" + rng.choice([agg, f"in:{agg},{other}", f"!{agg}"]))
+        if rng.random() < 0.1:
+            pid = rng.choice(sorted(cloud.survey.providers))
+            parts.append(f"in_tree{suffix}=" + rng.choice([uuid_of(pid), UNKNOWN]))
+
+    def resources(suffix: str) -> None:
+        classes = rng.sample(CLASSES, rng.randint(1, 2))
+        parts.append(
+            f"resources{suffix}=" + ",".join(f"{rc}:{rng.randint(1, 3)}" for rc in classes)
+        )
+
+    if rng.random() < 0.6:
+        resources("")
+        filters("")
+    granular: list[str] = []
+    resourceless: list[str] = []
+    for i in range(rng.randint(0 if parts else 1, 3)):
+        suffix = f"_G{i}"
+        if rules and granular and rng.random() < 0.2:
+            resourceless.append(suffix)
+            parts.append(f"required{suffix}=" + rng.choice(TRAITS))
+        else:
+            resources(suffix)
+            granular.append(suffix)
+        filters(suffix)
+    if not rules:
+        return "&".join(parts)
+    if rng.random() < 0.2:
+        parts.append("root_required=" + rng.choice(["CUSTOM_A", "!CUSTOM_B", "CUSTOM_A,!CUSTOM_C"]))
+    if rng.random() < 0.15:
+        parts.append("root_member_of=" + rng.choice([AGG1, f"in:{AGG1},{AGG2}", f"!{AGG3}"]))
+    for suffix in resourceless:  # each with a group that has resources
+        parts.append(f"same_subtree={rng.choice(granular)},{suffix}")
+    if len(granular) > 1 and rng.random() < 0.3:
+        first, second = rng.sample(granular, 2)
+        parts.append(f"same_subtree={first},{second}")
+    elif len(granular) > 1 and rng.random() < 0.3:
+        first, second = rng.sample(granular, 2)
+        parts.append(f"same_subtree={first},!{second}")
+    every = granular + resourceless
+    if len(every) > 1 and rng.random() < 0.4:
+        if rng.random() < 0.5:
+            parts.append("group_policy=isolate")
+        else:
+            parts.append("isolate=" + ",".join(rng.sample(every, rng.randint(1, len(every)))))
+    return "&".join(parts)
+
+
+# Funnels by name
+
+
+def funnel_of(cloud: Cloud, qs: str, suffix: str = "") -> funnel.Funnel:
+    return funnel.group_funnel(cloud.survey, ask(qs).groups[suffix])
+
+
+def counts(each: funnel.Funnel) -> list[tuple[str, int]]:
+    """(filter, providers after it) per step."""
+    return [(step["filter"], step["after"]) for step in each.steps]
+
+
+def serving(cloud: Cloud, each: funnel.Funnel) -> dict:
+    return {key: cloud.named(pids) for key, pids in each.serving.items()}
+
+
+def room(**lacking) -> dict[str, int]:
+    """A room step's ``lacking``: every reason, zero unless given."""
+    return {kind: lacking.get(kind, 0) for kind in funnel.ROOM_LACKS}
+
+
+# The order of the filters, and what each leaves
+
+
+def filtered_host() -> Cloud:
+    """Each provider of HOST's tree is kept out by exactly one filter of
+    ``EVERY_FILTER``, in the funnel's order; C_OK passes them all."""
+    cloud = Cloud()
+    full = {"VCPU": 4, "DISK_GB": 100}
+    cloud.provider("OTHER", stock=full, traits=("CUSTOM_A", "CUSTOM_C"), aggregates=(AGG1,))
+    cloud.provider("HOST", traits=("CUSTOM_A", "CUSTOM_C"))
+    for name, traits, aggregates, stock in (
+        ("C_NOAGG", ("CUSTOM_A", "CUSTOM_C"), (), full),
+        ("C_AGG3", ("CUSTOM_A", "CUSTOM_C"), (AGG1, AGG3), full),
+        ("C_NOA", ("CUSTOM_C",), (AGG1,), full),
+        ("C_B", ("CUSTOM_A", "CUSTOM_B", "CUSTOM_C"), (AGG2,), full),
+        ("C_NOCD", ("CUSTOM_A",), (AGG1,), full),
+        ("C_NOVCPU", ("CUSTOM_A", "CUSTOM_D"), (AGG1,), {"DISK_GB": 100}),
+        ("C_NODISK", ("CUSTOM_A", "CUSTOM_C"), (AGG1,), {"VCPU": 4}),
+        ("C_OK", ("CUSTOM_A", "CUSTOM_C"), (AGG1,), full),
+    ):
+        cloud.provider(name, "HOST", stock, traits, aggregates)
+    return cloud
+
+
+def every_filter(cloud: Cloud) -> str:
+    return (
+        f"resources_G=VCPU:2,DISK_GB:10&in_tree_G={cloud.uuid('HOST')}"
+        f"&member_of_G=in:{AGG2},{AGG1}&member_of_G=!{AGG3}"
+        "&required_G=CUSTOM_A,!CUSTOM_B&required_G=in:CUSTOM_D,CUSTOM_C"
+    )
+
+
+def test_each_filter_counts_what_the_ones_before_it_left_in_a_fixed_order():
+    cloud = filtered_host()
+    each = funnel_of(cloud, every_filter(cloud), "_G")
+    assert each.considered == 10
+    assert each.steps == [
+        {"filter": "in_tree", "value": [cloud.uuid("HOST")], "after": 9},
+        {"filter": "member_of", "value": [f"in:{AGG1},{AGG2}"], "after": 7},
+        {"filter": "forbidden_aggregates", "value": [f"!{AGG3}"], "after": 6},
+        {"filter": "required_traits", "value": ["CUSTOM_A"], "after": 5},
+        {"filter": "forbidden_traits", "value": ["!CUSTOM_B"], "after": 4},
+        {"filter": "any_of_traits", "value": ["in:CUSTOM_C,CUSTOM_D"], "after": 3},
+        {
+            "filter": "resources",
+            "value": ["VCPU:2"],
+            "resource_class": "VCPU",
+            "amount": 2,
+            "after": 2,
+            "lacking": room(inventory=1),
+        },
+        {
+            "filter": "resources",
+            "value": ["DISK_GB:10"],
+            "resource_class": "DISK_GB",
+            "amount": 10,
+            "after": 1,
+            "lacking": room(inventory=1),
+        },
+    ]
+    assert serving(cloud, each) == {None: ["C_OK"]}
+    assert each.trees == {cloud.ids["HOST"]}
+
+
+def test_the_body_says_what_was_asked_and_what_is_left():
+    cloud = filtered_host()
+    req = ask(every_filter(cloud))
+    each = funnel.group_funnel(cloud.survey, req.groups["_G"])
+    assert each.body(req.groups["_G"]) == {
+        "resources": {"VCPU": 2, "DISK_GB": 10},
+        "considered": 10,
+        "funnel": each.steps,
+        "providers": 1,
+        "trees": 1,
+    }
+
+
+def test_only_the_filters_asked_appear():
+    cloud = filtered_host()
+    assert counts(funnel_of(cloud, "resources_G=VCPU:2", "_G")) == [("resources", 8)]
+    assert counts(funnel_of(cloud, "resources_G=VCPU:2&required_G=!CUSTOM_B", "_G")) == [
+        ("forbidden_traits", 9),
+        ("resources", 7),
+    ]
+    assert counts(funnel_of(cloud, f"resources_G=VCPU:2&member_of_G=!{AGG3}", "_G")) == [
+        ("forbidden_aggregates", 9),
+        ("resources", 7),
+    ]
+    # a repeated required: two single traits make one step listing both
+    assert funnel_of(cloud, "resources_G=VCPU:2&required_G=CUSTOM_C,CUSTOM_A", "_G").steps[0] == {
+        "filter": "required_traits",
+        "value": ["CUSTOM_A", "CUSTOM_C"],
+        "after": 7,  # OTHER, HOST, C_NOAGG, C_AGG3, C_B, C_NODISK, C_OK
+    }
+
+
+def test_a_resourceless_group_ends_with_its_last_filter():
+    cloud = filtered_host()
+    each = funnel_of(cloud, "resources_G=VCPU:1&required_R=CUSTOM_B&same_subtree=_G,_R", "_R")
+    assert counts(each) == [("required_traits", 1)]
+    assert serving(cloud, each) == {None: ["C_B"]}
+    assert each.trees == {cloud.ids["HOST"]}
+
+
+# Room
+
+
+def test_lacking_counts_each_reason_on_its_own():
+    cloud = Cloud()
+    for name, stock in (
+        ("NONE", {}),
+        ("CAPACITY", {"VCPU": inventory(8, used=5)}),
+        ("RESERVED", {"VCPU": inventory(8, reserved=5)}),
+        ("MAX_UNIT", {"VCPU": inventory(8, max_unit=2)}),
+        ("BOTH", {"VCPU": inventory(3)}),  # 3 free, max_unit 3
+        ("MIN_UNIT", {"VCPU": inventory(8, min_unit=5)}),
+        ("STEP", {"VCPU": inventory(8, step=3)}),
+        ("RATIO", {"VCPU": inventory(2, ratio=2.0, max_unit=8)}),  # 4 free
+        ("EXACT", {"VCPU": 4}),
+    ):
+        cloud.provider(name, stock=stock)
+    each = funnel_of(cloud, "resources=VCPU:4")
+    (step,) = each.steps
+    assert step["lacking"] == {
+        "inventory": 1,
+        "capacity": 3,
+        "max_unit": 2,
+        "min_unit": 1,
+        "step_size": 1,
+    }
+    assert step["after"] == 2
+    assert serving(cloud, each) == {"VCPU": ["RATIO", "EXACT"]}
+
+
+def test_a_granular_groups_classes_count_from_what_the_class_before_left():
+    cloud = Cloud()
+    cloud.provider("VCPU_ONLY", stock={"VCPU": 4})
+    cloud.provider("DISK_ONLY", stock={"DISK_GB": 40})
+    cloud.provider("BOTH", stock={"VCPU": 4, "DISK_GB": 40})
+    each = funnel_of(cloud, "resources_G=VCPU:1,DISK_GB:10", "_G")
+    assert counts(each) == [("resources", 2), ("resources", 1)]
+    assert each.steps[1]["lacking"] == room(inventory=1)  # VCPU_ONLY; DISK_ONLY went before
+    assert serving(cloud, each) == {None: ["BOTH"]}
+
+
+def test_the_unsuffixed_groups_classes_each_count_from_the_same_providers():
+    cloud = Cloud()
+    cloud.provider("H")
+    cloud.provider("A", "H", stock={"VCPU": 4}, traits=("CUSTOM_X",))
+    cloud.provider("B", "H", stock={"VCPU": 4})
+    cloud.provider("C", "H", stock={"DISK_GB": 40})
+    cloud.provider("D", stock={"VCPU": 4, "DISK_GB": 40})
+    each = funnel_of(cloud, "resources=VCPU:1,DISK_GB:10&required=!CUSTOM_X")
+    assert counts(each) == [("forbidden_traits", 4), ("resources", 2), ("resources", 2)]
+    assert [step["lacking"] for step in each.steps[1:]] == [room(inventory=2)] * 2
+    assert serving(cloud, each) == {"VCPU": ["B", "D"], "DISK_GB": ["C", "D"]}
+    assert each.trees == {cloud.ids["H"], cloud.ids["D"]}
+    assert each.body(ask("resources=VCPU:1,DISK_GB:10").groups[""])["providers"] == 3
+
+
+def test_the_unsuffixed_groups_required_traits_are_no_step_of_its_funnel():
+    cloud = Cloud()
+    cloud.provider("CN", stock={"VCPU": 4})
+    each = funnel_of(cloud, "resources=VCPU:1&required=CUSTOM_X&required=in:CUSTOM_Y,CUSTOM_Z")
+    assert counts(each) == [("resources", 1)]
+    each = funnel_of(cloud, "resources=VCPU:1&required=CUSTOM_X,!CUSTOM_Y")
+    assert counts(each) == [("forbidden_traits", 1), ("resources", 1)]
+
+
+# member_of: via the root for the unsuffixed group only
+
+
+def aggregated_trees() -> Cloud:
+    """R in AGG1, its child C not; a sharing child SS of R, not in AGG1;
+    R2 and its child C2 in no aggregate. Each has VCPU but the roots."""
+    cloud = Cloud()
+    cloud.provider("R", aggregates=(AGG1,))
+    cloud.provider("C", "R", stock={"VCPU": 4})
+    cloud.sharing("SS", {"VCPU": 4}, [], parent="R")
+    cloud.provider("R2")
+    cloud.provider("C2", "R2", stock={"VCPU": 4})
+    return cloud
+
+
+def test_member_of_counts_the_roots_aggregates_for_the_unsuffixed_group():
+    cloud = aggregated_trees()
+    each = funnel_of(cloud, f"resources=VCPU:1&member_of={AGG1}")
+    assert counts(each) == [("member_of", 2), ("resources", 1)]  # R and C; SS not
+    assert serving(cloud, each) == {"VCPU": ["C"]}
+    each = funnel_of(cloud, f"resources=VCPU:1&member_of=!{AGG1}")
+    assert counts(each) == [("forbidden_aggregates", 3), ("resources", 2)]
+    assert serving(cloud, each) == {"VCPU": ["SS", "C2"]}
+
+
+def test_member_of_is_a_granular_groups_providers_own():
+    cloud = aggregated_trees()
+    each = funnel_of(cloud, f"resources_G=VCPU:1&member_of_G={AGG1}", "_G")
+    assert counts(each) == [("member_of", 1), ("resources", 0)]  # R alone, without VCPU
+    each = funnel_of(cloud, f"resources_G=VCPU:1&member_of_G=!{AGG1}", "_G")
+    assert counts(each) == [("forbidden_aggregates", 4), ("resources", 3)]
+    assert serving(cloud, each) == {None: ["C", "SS", "C2"]}
+
+
+def test_member_of_wants_one_holder_to_meet_every_list():
+    # The provider meets one list, its root the other: neither meets both.
+    cloud = Cloud()
+    cloud.provider("R", aggregates=(AGG1,))
+    cloud.provider("C", "R", stock={"VCPU": 4}, aggregates=(AGG2,))
+    each = funnel_of(cloud, f"resources=VCPU:1&member_of={AGG1}&member_of={AGG2}")
+    assert counts(each) == [("member_of", 0), ("resources", 0)]
+    each = funnel_of(cloud, f"resources=VCPU:1&member_of=in:{AGG1},{AGG3}")
+    assert counts(each) == [("member_of", 2), ("resources", 1)]
+
+
+# in_tree and the trees a group can be served in
+
+
+def shared_disk() -> Cloud:
+    """T1 and T2 share S's disk; T3 does not. VCPU on T1's child and T3."""
+    cloud = Cloud()
+    cloud.provider("T1")
+    cloud.provider("T1C", "T1", stock={"VCPU": 4})
+    cloud.provider("T2")
+    cloud.provider("T3", stock={"VCPU": 4})
+    cloud.sharing("S", {"DISK_GB": 100}, ["T1", "T2"])
+    return cloud
+
+
+def test_in_tree_with_an_unknown_uuid_leaves_none():
+    cloud = shared_disk()
+    each = funnel_of(cloud, f"resources=VCPU:1&in_tree={UNKNOWN}")
+    assert counts(each) == [("in_tree", 0), ("resources", 0)]
+    assert serving(cloud, each) == {"VCPU": []}
+    assert each.trees == set()
+
+
+def test_in_tree_keeps_out_a_sharing_provider_of_another_tree():
+    cloud = shared_disk()
+    each = funnel_of(cloud, f"resources=DISK_GB:10&in_tree={cloud.uuid('T1C')}")
+    assert counts(each) == [("in_tree", 2), ("resources", 0)]  # T1 and T1C, not S
+
+
+def test_a_sharing_provider_reaches_every_tree_it_shares_with():
+    cloud = shared_disk()
+    each = funnel_of(cloud, "resources_D=DISK_GB:10", "_D")
+    assert serving(cloud, each) == {None: ["S"]}
+    assert each.trees == {cloud.ids[n] for n in ("T1", "T2", "S")}
+
+
+def test_the_unsuffixed_group_is_served_in_trees_that_hold_every_class():
+    cloud = shared_disk()
+    each = funnel_of(cloud, "resources=VCPU:1,DISK_GB:10")
+    assert serving(cloud, each) == {"VCPU": ["T1C", "T3"], "DISK_GB": ["S"]}
+    assert each.trees == {cloud.ids["T1"]}
+    assert funnel.trees_served(cloud.survey, {}) == set()
+
+
+# The funnel and the engine never disagree
+
+
+def test_the_funnel_leaves_exactly_the_options_the_engine_gives_each_group():
+    """On random clouds: for every group, the funnel's providers (on the
+    Survey) are eligibility.group_options' (on the Found search.py would
+    load, which holds room only where there is room for the smallest amount
+    of a class). A resourceless group's funnel may also name providers of
+    trees the search does not load (no inventory of a requested class):
+    those are left out of the comparison."""
+    rng = random.Random(44)
+    compared = nonempty = resourceless = 0
+    for _ in range(400):
+        cloud = random_cloud(rng)
+        try:
+            req = ask(random_request(rng, cloud))
+        except Exception:  # a combination parse refuses
+            continue
+        found = cloud.found(req)
+        for suffix, group in req.groups.items():
+            each = funnel.group_funnel(cloud.survey, group)
+            if not found.options:  # the search found no room at all, and stopped there
+                assert not any(each.serving.values()), req
+                continue
+            options = found.options[suffix]
+            if not group.resources:
+                loaded = {None: [p for p in each.serving[None] if p in found.providers]}
+                assert loaded == options, (req, suffix)
+                resourceless += 1
+            else:
+                assert each.serving == options, (req, suffix)
+            nonempty += any(options.values())
+        compared += 1
+    assert compared > 300 and nonempty > 150 and resourceless > 20, (
+        compared,
+        nonempty,
+        resourceless,
+    )
