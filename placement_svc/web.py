@@ -26,8 +26,13 @@ def version(req: falcon.Request):
 
 
 def require_version(req: falcon.Request, feature) -> None:
-    """Answer 404, as upstream does, for a handler not there at this version."""
+    """Answer 404, as upstream does, for a handler not there at this version.
+    Where [api] max_microversion keeps the feature from being served at all
+    (a URL of placement-svc's own, under a 1.39 cap), no version would help:
+    the 404 says what upstream says of a URL it does not have."""
     if version(req) < feature:
+        if feature > mv.max_version(req.env):
+            raise errors.NotFound()
         raise errors.NotFound(version_hint(req, feature, "This URL"))
 
 

@@ -50,11 +50,10 @@ def capacity(found: Found, request: Request) -> dict[str, Any]:
             trees.append({"root": root, "copies": copies, "exact": exact})
     trees.sort(key=lambda tree: (-tree["copies"], tree["root"]))
     total, total_exact = sum(t["copies"] for t in trees), all(t["exact"] for t in trees)
-    if found.sharing:  # once more, one model for every tree
+    if any(tree["root"] in reached for tree in trees):  # once more, one model for every tree
         journal = {}
         total = sum(_claim(found, first, root, journal) for root in found.roots)
         found.room.update(journal)
-        total_exact = False
     return {"trees": trees, "total": total, "total_exact": total_exact}
 
 

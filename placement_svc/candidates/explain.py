@@ -84,8 +84,8 @@ def first_empty_step(body: dict[str, Any]) -> str:
         return f"no tree can serve every group (trees per group: {counts})"
     for step in body["request_filters"] + body["merge_rules"]:
         if not step["after"]:
-            name = step.get("filter") or step.get("rule")
-            return f"{name} {','.join(step['value'])} left none of {step['before']} trees"
+            name = " ".join([step.get("filter") or step["rule"], ",".join(step["value"])])
+            return f"{name.strip()} left none of {step['before']} trees"
     return "no candidate"
 
 
@@ -147,9 +147,12 @@ def _merge_rules(found: Found, request: Request) -> tuple[list[dict[str, Any]], 
         current = dataclasses.replace(current, isolated=request.isolated)
         name = "group_policy=isolate" if request.isolate else "isolate"
         rules.append((name, sorted(request.isolated), current))
-    if request.same_subtrees:
+    # A value of one suffix (the positive part of same_subtree=_A,!_B) always
+    # holds: not a rule worth a step.
+    together = [s for s in request.same_subtrees if len(s) > 1]
+    if together:
         current = dataclasses.replace(current, same_subtrees=request.same_subtrees)
-        shown = [",".join(sorted(s)) for s in request.same_subtrees]
+        shown = [",".join(sorted(s)) for s in together]
         rules.append(("same_subtree", shown, current))
     if request.apart:
         current = dataclasses.replace(current, apart=request.apart)

@@ -39,30 +39,33 @@ def near_misses(
     survey: Survey, request: Request, served: set[int], limit: int
 ) -> list[dict[str, Any]]:
     """Up to ``limit`` trees not in ``served`` (the trees with candidates)
-    that break the fewest rules, fewest first (then oldest root first)."""
+    that break the fewest rules, fewest first; among those, the ones that
+    lack fewest inventories outright first (a host with too little room is
+    nearer than a tree without the class at all), then the oldest root."""
     if limit <= 0:
         return []
     misses = _Misses(survey, request)
     # The ``limit`` best so far as a heap whose top is the worst of them:
-    # (-count, -root). Roots come oldest first, so a later tree must break
-    # fewer rules than that worst to take its place; its rules are counted
-    # only until it cannot (most trees of a big cloud stop early).
-    best: list[tuple[int, int, list[Fail]]] = []
+    # (-count, -inventories lacking, -root). Roots come oldest first, so a
+    # later tree takes the worst one's place only if it is better on the
+    # first two; its rules are counted only while it still can be (most
+    # trees of a big cloud stop early).
+    best: list[tuple[int, int, int, list[Fail]]] = []
     for root in survey.roots():
         if root in served:
             continue
-        worst = -best[0][0] if len(best) >= limit else None
-        fails = misses.of_tree(root, worst)
+        full = len(best) >= limit
+        fails = misses.of_tree(root, -best[0][0] + 1 if full else None)
         if fails is None:
             continue
-        item = (-len(fails), -root, fails)
-        if len(best) < limit:
+        item = (-len(fails), -sum(f.rule == "no_inventory" for f in fails), -root, fails)
+        if not full:
             heapq.heappush(best, item)
-        else:
+        elif item[:3] > best[0][:3]:
             heapq.heapreplace(best, item)
     return [
         {"root": misses.ref(-root), "fails": [fail.body() for fail in fails]}
-        for _count, root, fails in sorted(best, reverse=True)
+        for _count, _lacking, root, fails in sorted(best, key=lambda i: i[:3], reverse=True)
     ]
 
 
@@ -96,30 +99,38 @@ class _Misses:
     def ref(self, pid: int) -> dict[str, str]:
         return {"uuid": self.survey.providers[pid].uuid, "name": self.survey.names[pid]}
 
-    def of_tree(self, root: int, worst: int | None = None) -> list[Fail] | None:
-        """Every rule the tree's assignment breaks; None as soon as they are
-        ``worst`` or more (the tree cannot be among the best)."""
+    def of_tree(self, root: int, bound: int | None = None) -> list[Fail] | None:
+        """Every rule the tree's assignment breaks; None as soon as they
+        number ``bound`` or more (the tree cannot be among the best)."""
         fails = self._root_fails(root)
-        if worst is not None and len(fails) >= worst:
+        if bound is not None and len(fails) >= bound:
             return None
         assigned = self._assign(root)
-        seen = set()
+        said: dict[str, int] = {}  # text -> index in fails
         for slot, pid in zip(self.slots, assigned):
             for fail in self._group_fails(slot.suffix, pid):
-                if fail.text not in seen:
-                    seen.add(fail.text)
+                index = said.get(fail.text)
+                if index is None:
+                    said[fail.text] = len(fails)
                     fails.append(fail)
+                elif slot.suffix not in fails[index].detail["groups"]:
+                    # One shortfall of several groups (in_tree of each naming
+                    # one tree, say): one fail, and every group it is of.
+                    earlier = fails[index]
+                    groups = [*earlier.detail["groups"], slot.suffix]
+                    fails[index] = earlier._replace(detail={**earlier.detail, "groups": groups})
         for more in (
             self._room_fails,
             self._tree_trait_fails,
             self._isolation_fails,
             self._subtree_fails,
+            self._tree_fails,
         ):
-            if worst is not None and len(fails) >= worst:
+            if bound is not None and len(fails) >= bound:
                 return None
             fails += more(assigned)
-        fails += _conflicts(fails)
-        if worst is not None and len(fails) >= worst:
+        fails += self._conflicts(root, assigned, fails)
+        if bound is not None and len(fails) >= bound:
             return None
         return fails
 
@@ -394,6 +405,93 @@ class _Misses:
                     )
         return fails
 
+    def _tree_fails(self, assigned: list[int]) -> list[Fail]:
+        """Before 1.29 a candidate takes one provider per tree."""
+        if self.request.nested:
+            return []
+        survey = self.survey
+        by_tree: dict[int, list[int]] = {}
+        for pid in dict.fromkeys(assigned):
+            by_tree.setdefault(survey.providers[pid].root_id, []).append(pid)
+        return [
+            Fail(
+                "one_provider_per_tree",
+                f"{', '.join(survey.names[p] for p in pids)} are one tree's providers "
+                "(before 1.29 a candidate takes one provider per tree)",
+                {"providers": [self.ref(p) for p in pids]},
+            )
+            for pids in by_tree.values()
+            if len(pids) > 1
+        ]
+
+    def _conflicts(self, root: int, assigned: list[int], fails: list[Fail]) -> list[Fail]:
+        """A fix that would break another rule of the same assignment: a
+        trait or aggregate to add that a group on that provider forbids, or
+        one to take away that a group there needs (the only one of its
+        any-of list the provider has). No change of data fixes both."""
+        survey, request = self.survey, self.request
+        forbids: dict[tuple[int, str], set[str]] = {}  # (provider, kind) -> names
+        needs: dict[tuple[int, str], list[frozenset[str]]] = {}  # any-of lists
+        for slot, pid in zip(self.slots, assigned):
+            group = request.groups[slot.suffix]
+            forbids.setdefault((pid, "trait"), set()).update(group.required.forbidden)
+            needs.setdefault((pid, "trait"), []).extend(group.required.any_of)
+            for holder in {pid, survey.providers[pid].root_id} if not slot.granular else {pid}:
+                forbids.setdefault((holder, "aggregate"), set()).update(group.member_of.forbidden)
+                needs.setdefault((holder, "aggregate"), []).extend(group.member_of.any_of)
+        forbids.setdefault((root, "trait"), set()).update(request.root_forbidden)
+        needs.setdefault((root, "trait"), []).extend(frozenset([t]) for t in request.root_required)
+        forbids.setdefault((root, "aggregate"), set()).update(request.root_member_of.forbidden)
+        needs.setdefault((root, "aggregate"), []).extend(request.root_member_of.any_of)
+        by_uuid = {survey.providers[pid].uuid: pid for pid in {*assigned, root}}
+        found = []
+        for fail in fails:
+            change = _change(fail)
+            if change is None:
+                continue
+            adds, kind, name = change
+            owner = by_uuid.get(fail.detail["provider"]["uuid"])
+            if owner is None:
+                continue
+            pid = owner
+            held = (
+                survey.traits[pid] if kind == "trait" else survey.aggregates.get(pid, frozenset())
+            )
+            if adds:
+                broken = name in forbids.get((pid, kind), ())
+            else:
+                broken = any(
+                    name in one and held & one == {name} for one in needs.get((pid, kind), ())
+                )
+            if broken:
+                verb = "gain" if adds else "lose"
+                found.append(
+                    Fail(
+                        "conflict",
+                        f"{survey.names[pid]} would {verb} {kind} {name} for one rule and "
+                        "break another",
+                        {"provider": self.ref(pid), kind: name},
+                    )
+                )
+        return found
+
+
+def _change(fail: Fail) -> tuple[bool, str, str] | None:
+    """What fixing ``fail`` changes on its provider: (adds, "trait" or
+    "aggregate", name); None when the fix changes no trait or aggregate."""
+    detail, rule = fail.detail, fail.rule
+    if rule in ("required_trait", "root_required"):
+        return True, "trait", detail["trait"]
+    if rule == "any_of_traits":
+        return True, "trait", detail["traits"][0]
+    if rule in ("forbidden_trait", "root_forbidden"):
+        return False, "trait", detail["trait"]
+    if rule in ("member_of", "root_member_of"):
+        return True, "aggregate", detail["aggregates"][0]
+    if rule in ("forbidden_aggregate", "root_forbidden_aggregate"):
+        return False, "aggregate", detail["aggregate"]
+    return None
+
 
 def _room_count(survey: Survey, pid: int, rc: str, amounts: list[int]) -> int:
     if not amounts:
@@ -423,37 +521,3 @@ def _not_in(one: frozenset[str]) -> str:
 
 def _quoted(suffixes: list[str]) -> str:
     return " and ".join(f"'{s}'" for s in suffixes)
-
-
-def _conflicts(fails: list[Fail]) -> list[Fail]:
-    """A trait or aggregate that one fail's fix would add to a provider and
-    another's would take away: no data fixes both, so say so."""
-    add: dict[tuple[str, str, str], set[str]] = {}
-    remove: dict[tuple[str, str, str], set[str]] = {}
-    for fail in fails:
-        provider = fail.detail.get("provider")
-        if provider is None:
-            continue
-        who = (provider["uuid"], provider["name"])
-        if fail.rule in ("required_trait", "root_required"):
-            add.setdefault((*who, "trait"), set()).add(fail.detail["trait"])
-        elif fail.rule == "any_of_traits":
-            add.setdefault((*who, "trait"), set()).add(fail.detail["traits"][0])
-        elif fail.rule in ("forbidden_trait", "root_forbidden"):
-            remove.setdefault((*who, "trait"), set()).add(fail.detail["trait"])
-        elif fail.rule in ("member_of", "root_member_of"):
-            add.setdefault((*who, "aggregate"), set()).add(fail.detail["aggregates"][0])
-        elif fail.rule in ("forbidden_aggregate", "root_forbidden_aggregate"):
-            remove.setdefault((*who, "aggregate"), set()).add(fail.detail["aggregate"])
-    found = []
-    for (uuid, holder, kind), added in add.items():
-        for name in sorted(added & remove.get((uuid, holder, kind), set())):
-            found.append(
-                Fail(
-                    "conflict",
-                    f"{holder} would need {kind} {name} for one rule "
-                    "and must not have it for another",
-                    {"provider": {"uuid": uuid, "name": holder}, kind: name},
-                )
-            )
-    return found

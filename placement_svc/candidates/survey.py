@@ -56,7 +56,14 @@ def load(conn: Connection, request: Request) -> Survey:
             trait_names.setdefault(pid, []).append(trait)
     survey.traits = search.interned(trait_names, survey.providers)
     survey.stock = _stock(conn, request.resource_classes())
-    survey.sharing = {pid for pid, held in survey.traits.items() if search.SHARING_TRAIT in held}
+    # The sharing providers the search sees: those of a tree that holds an
+    # inventory of a requested class (it reads sharing off those trees).
+    stocked = {survey.providers[pid].root_id for pid, _rc in survey.stock}
+    survey.sharing = {
+        pid
+        for pid, held in survey.traits.items()
+        if search.SHARING_TRAIT in held and survey.providers[pid].root_id in stocked
+    }
     if survey.sharing:
         survey.shares_with = search.shared_roots(conn, survey.sharing, survey.providers)
     if request.root_member_of or any(g.member_of for g in request.groups.values()):

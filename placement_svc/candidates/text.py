@@ -13,8 +13,8 @@ def explain(body: dict[str, Any]) -> str:
     if capped:
         count = f"at least {count} (counting stopped at {capped['at']}, {capped['by']})"
     lines = [
-        f"Candidates: {count}, in {body['trees_with_candidates']} trees "
-        f"(the cloud: {cloud['providers']} providers in {cloud['trees']} trees)."
+        f"Candidates: {count}, in {_trees(body['trees_with_candidates'])} "
+        f"(the cloud: {cloud['providers']} providers in {_trees(cloud['trees'])})."
     ]
     for suffix, group in body["groups"].items():
         asked = ",".join(f"{rc}:{n}" for rc, n in group["resources"].items()) or "no resources"
@@ -24,7 +24,9 @@ def explain(body: dict[str, Any]) -> str:
             rows.append(
                 (_said(step, "filter"), step["after"], f"lacking {lacking}" if lacking else "")
             )
-        rows.append(("can serve the group", group["providers"], f"in {group['trees']} trees"))
+        # The unsuffixed group may spread: a provider serving one of its classes counts.
+        serve = "can serve a class of the group" if not suffix else "can serve the group"
+        rows.append((serve, group["providers"], f"in {_trees(group['trees'])}"))
         lines += ["", f"Group '{suffix}' ({asked}): providers", *_table(rows)]
     rows = [("every group can be served", body["trees_for_all_groups"], "")]
     for step in body["request_filters"]:
@@ -45,7 +47,7 @@ def explain(body: dict[str, Any]) -> str:
 def capacity(body: dict[str, Any]) -> str:
     bound = "" if body["total_exact"] else " (a lower bound)"
     lines = [
-        f"Copies that fit: {body['total']}{bound}, in {body['trees_with_room']} trees.",
+        f"Copies that fit: {body['total']}{bound}, in {_trees(body['trees_with_room'])}.",
     ]
     if body["trees"]:
         rows = [
@@ -69,6 +71,10 @@ _RULES = {
     "one_provider_per_tree": "one provider per tree (before 1.29)",
     "tree_traits": "required traits over the tree:",
 }
+
+
+def _trees(count: int) -> str:
+    return f"{count} tree" if count == 1 else f"{count} trees"
 
 
 def _said(step: dict[str, Any], kind: str) -> str:

@@ -160,10 +160,8 @@ def test_same_subtree_and_its_negated_groups():
     body = explained(cloud, qs + "_F,_C")
     assert rules(body) == [("same_subtree", ["_C,_F"], 2, 1)]
     body = explained(cloud, qs + "_C,!_F")
-    assert rules(body) == [
-        ("same_subtree", ["_C"], 2, 2),
-        ("same_subtree_apart", ["_C,!_F"], 2, 1),
-    ]
+    # The positive part alone (_C) always holds: no step of its own.
+    assert rules(body) == [("same_subtree_apart", ["_C,!_F"], 2, 1)]
     assert body["trees_with_candidates"] == 1
 
 
@@ -192,7 +190,6 @@ def test_the_rules_come_in_a_fixed_order_each_from_where_the_last_ended():
         ("shared_room", 2, 2),
         ("tree_traits", 2, 2),
         ("isolate", 2, 0),  # one FPGA per tree, for two groups
-        ("same_subtree", 0, 0),
         ("same_subtree_apart", 0, 0),
     ]
     assert explain.first_empty_step(body) == "isolate _F left none of 2 trees"
@@ -329,12 +326,8 @@ def test_first_empty_step_for_one_provider_per_tree():
     cloud.provider("PF", "CN", stock={"SRIOV_NET_VF": 4})
     body = explained(cloud, "resources=VCPU:1,SRIOV_NET_VF:1", Version(1, 28))
     phrase = explain.first_empty_step(body)
-    # ENGINE BUG: a rule without values is said with two spaces (the phrase
-    # joins an empty value list between spaces); text.py's _said leaves the
-    # value out instead. This phrase is the INFO log line of an empty
-    # GET /allocation_candidates at 1.28 and before.
-    # assert phrase == "one_provider_per_tree left none of 1 trees"
-    assert phrase == "one_provider_per_tree  left none of 1 trees"  # today's; flip once fixed
+    # The INFO log line of an empty GET /allocation_candidates at 1.28.
+    assert phrase == "one_provider_per_tree left none of 1 trees"
 
 
 # The plain text
@@ -360,10 +353,10 @@ def test_the_text_of_an_explanation():
         "Candidates: 0, in 0 trees (the cloud: 3 providers in 3 trees).",
         "",
         "Group '' (VCPU:2,DISK_GB:10): providers",
-        "  providers considered  3",
-        "  resources VCPU:2      2  lacking capacity 1, max_unit 1",
-        "  resources DISK_GB:10  2  lacking capacity 1",
-        "  can serve the group   3  in 1 trees",
+        "  providers considered            3",
+        "  resources VCPU:2                2  lacking capacity 1, max_unit 1",
+        "  resources DISK_GB:10            2  lacking capacity 1",
+        "  can serve a class of the group  3  in 1 tree",
         "",
         "Trees",
         "  every group can be served  1",
@@ -391,9 +384,9 @@ def test_the_text_of_merge_rules_capped_counts_and_no_near_misses(monkeypatch):
         "(the cloud: 3 providers in 3 trees).\n"
         "\n"
         "Group '' (VCPU:2): providers\n"
-        "  providers considered  3\n"
-        "  resources VCPU:2      2  lacking capacity 1, max_unit 1\n"
-        "  can serve the group   2  in 2 trees\n"
+        "  providers considered            3\n"
+        "  resources VCPU:2                2  lacking capacity 1, max_unit 1\n"
+        "  can serve a class of the group  2  in 2 trees\n"
         "\n"
         "Group '_G' (VCPU:2): providers\n"
         "  providers considered        3\n"
@@ -424,7 +417,7 @@ def test_the_text_of_a_rule_without_values_and_of_a_resourceless_group():
         " (no resources): providers\n"
         "  providers considered      3\n"
         "  required_traits CUSTOM_X  1\n"
-        "  can serve the group       1  in 1 trees"
+        "  can serve the group       1  in 1 tree"
     )
 
 
@@ -454,7 +447,7 @@ def test_the_text_of_a_capacity_count():
     ]
     body = capacity_body(cloud, [("CN2", 1234567, True)], 1234567, True)
     assert text.capacity(body) == (
-        f"Copies that fit: 1234567, in 1 trees.\n   copies  tree\n  1234567  CN2 ({uuid['CN2']})\n"
+        f"Copies that fit: 1234567, in 1 tree.\n   copies  tree\n  1234567  CN2 ({uuid['CN2']})\n"
     )
     assert text.capacity(capacity_body(cloud, [], 0, True)) == "Copies that fit: 0, in 0 trees.\n"
 

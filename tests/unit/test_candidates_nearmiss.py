@@ -295,11 +295,9 @@ def test_a_fail_two_groups_share_is_said_once():
     qs = f"resources_A=VCPU:1&in_tree_A={tree}&resources_B=VCPU:1&in_tree_B={tree}"
     found = fails(cloud, qs, served=["T2"])
     assert [fail["text"] for fail in found] == [f"T1 not in tree {tree}"]
-    # ENGINE BUG: the fail is kept once by its text, with the details of the
-    # first group that broke it: "groups" says ["_A"] though dropping
-    # in_tree_A alone leaves in_tree_B broken.
-    # assert found[0]["groups"] == ["_A", "_B"]
-    assert found[0]["groups"] == ["_A"]  # today's; flip once fixed
+    # One fail, of every group it is of: dropping in_tree_A alone would
+    # leave in_tree_B broken.
+    assert found[0]["groups"] == ["_A", "_B"]
 
 
 # Request-wide rules on the root
@@ -461,47 +459,47 @@ def test_the_unsuffixed_groups_traits_over_its_providers():
 # Conflicts
 
 
-def test_a_conflict_is_a_name_one_fail_adds_and_another_takes_away():
-    cn = {"uuid": "u", "name": "CN"}
-    said = [
-        nearmiss.Fail("required_trait", "", {"provider": cn, "trait": "CUSTOM_X"}),
-        nearmiss.Fail("forbidden_trait", "", {"provider": cn, "trait": "CUSTOM_X"}),
-        nearmiss.Fail("root_required", "", {"provider": cn, "trait": "CUSTOM_Y"}),
-        nearmiss.Fail("member_of", "", {"provider": cn, "aggregates": [AGG1, AGG2]}),
-        nearmiss.Fail("root_forbidden_aggregate", "", {"provider": cn, "aggregate": AGG1}),
-        nearmiss.Fail("forbidden_aggregate", "", {"provider": cn, "aggregate": AGG2}),
-        nearmiss.Fail("same_subtree", "", {"groups": ["_A"], "providers": [cn]}),
-    ]
-    assert [fail.body() for fail in nearmiss._conflicts(said)] == [
-        {
-            "rule": "conflict",
-            "text": "CN would need trait CUSTOM_X for one rule and must not have it for another",
-            "provider": cn,
-            "trait": "CUSTOM_X",
-        },
-        {
-            "rule": "conflict",
-            "text": f"CN would need aggregate {AGG1} for one rule and must not have it for another",
-            "provider": cn,
-            "aggregate": AGG1,
-        },
-    ]
-
-
 def test_a_trait_one_group_needs_and_another_forbids_on_one_provider_is_a_conflict():
     cloud = one_host()
     qs = (
         "resources_A=VCPU:1&required_A=CUSTOM_X&resources_B=VCPU:1&required_B=!CUSTOM_X"
         "&group_policy=none"
     )
-    assert texts(cloud, qs) == ["missing trait CUSTOM_X on CN"]
-    # ENGINE BUG: adding CUSTOM_X to CN (the only fix of the data) breaks
-    # required_B=!CUSTOM_X, but no conflict is said. nearmiss._conflicts
-    # only pairs fails, and no two fails can ever pair: a fail that adds a
-    # name says the provider lacks it, one that takes it away says the
-    # provider has it. So it never finds anything.
-    # assert "conflict" in [fail["rule"] for fail in fails(cloud, qs)]
-    assert "conflict" not in [fail["rule"] for fail in fails(cloud, qs)]  # today's; flip once fixed
+    # Adding CUSTOM_X to CN (the only fix of the data) would break
+    # required_B=!CUSTOM_X: no data fixes both, and the near miss says so.
+    assert texts(cloud, qs) == [
+        "missing trait CUSTOM_X on CN",
+        "CN would gain trait CUSTOM_X for one rule and break another",
+    ]
+    assert fails(cloud, qs)[-1] == {
+        "rule": "conflict",
+        "text": "CN would gain trait CUSTOM_X for one rule and break another",
+        "provider": ref(cloud, "CN"),
+        "trait": "CUSTOM_X",
+    }
+
+
+def test_taking_away_the_only_trait_of_an_any_of_list_another_group_needs_is_a_conflict():
+    cloud = one_host(traits=("CUSTOM_X",))
+    qs = (
+        "resources_A=VCPU:1&required_A=!CUSTOM_X&resources_B=VCPU:1&required_B=in:CUSTOM_X,CUSTOM_Y"
+        "&group_policy=none"
+    )
+    assert texts(cloud, qs) == [
+        "forbidden trait CUSTOM_X on CN",
+        "CN would lose trait CUSTOM_X for one rule and break another",
+    ]
+
+
+def test_a_fix_on_another_provider_is_no_conflict():
+    cloud = Cloud()
+    cloud.provider("CN", stock={"VCPU": 8}, traits=("CUSTOM_X",))
+    cloud.provider("NUMA", parent="CN", stock={"VCPU": 8})
+    qs = (
+        "resources_A=VCPU:1&required_A=CUSTOM_X&resources_B=VCPU:1&required_B=!CUSTOM_X"
+        "&group_policy=isolate&required_A=CUSTOM_Z"
+    )
+    assert "conflict" not in [fail["rule"] for fail in fails(cloud, qs)]
 
 
 # The greedy choice
@@ -601,14 +599,19 @@ def test_one_provider_per_tree_before_1_29():
     cloud.provider("CN", stock={"VCPU": 4})
     cloud.provider("PF", "CN", stock={"SRIOV_NET_VF": 4})
     found = misses(cloud, "resources=VCPU:1,SRIOV_NET_VF:1", version=Version(1, 28))
-    # ENGINE BUG: nearmiss has no rule for the pre-1.29 one provider per
-    # tree: the tree has no candidate (one_provider_per_tree removes it in
-    # an explanation's merge steps), yet its near miss has nothing to fix.
-    # Unreachable over HTTP and the CLI today (they parse at 1.44; the
-    # empty-answer log line asks for no near misses): only calling
-    # near_misses with an older Request shows it.
-    # assert found[0]["fails"] != []
-    assert found == [{"root": ref(cloud, "CN"), "fails": []}]  # today's; flip once fixed
+    assert found == [
+        {
+            "root": ref(cloud, "CN"),
+            "fails": [
+                {
+                    "rule": "one_provider_per_tree",
+                    "text": "CN, PF are one tree's providers "
+                    "(before 1.29 a candidate takes one provider per tree)",
+                    "providers": [ref(cloud, "CN"), ref(cloud, "PF")],
+                }
+            ],
+        }
+    ]
 
 
 # On random clouds
@@ -669,7 +672,7 @@ def _fix(cloud: Cloud, req: request.Request, fail: dict) -> request.Request:
         survey.aggregates[pid] |= {fail["aggregates"][0]}
     elif rule in ("forbidden_aggregate", "root_forbidden_aggregate"):
         survey.aggregates[pid] -= {fail["aggregate"]}
-    elif rule == "in_tree":  # every group asking for that tree (see the ENGINE BUG above)
+    elif rule == "in_tree":  # every group asking for that tree
         groups = {
             s: dataclasses.replace(g, in_tree=None) if g.in_tree == fail["in_tree"] else g
             for s, g in req.groups.items()
@@ -697,34 +700,6 @@ def _fix(cloud: Cloud, req: request.Request, fail: dict) -> request.Request:
     return req
 
 
-def _may_conflict(req: request.Request, fails: list[dict]) -> bool:
-    """Whether a fix adds a name some rule forbids or takes away one some
-    rule asks for: nearmiss does not say such conflicts (see the ENGINE BUG
-    above), so the promise cannot hold there."""
-    traits_forbidden = set(req.root_forbidden)
-    traits_wanted = set(req.root_required)
-    aggs_forbidden = set(req.root_member_of.forbidden)
-    aggs_wanted = set().union(*req.root_member_of.any_of)
-    for group in req.groups.values():
-        traits_forbidden |= group.required.forbidden
-        traits_wanted |= set().union(*group.required.any_of)
-        aggs_forbidden |= group.member_of.forbidden
-        aggs_wanted |= set().union(*group.member_of.any_of)
-    for fail in fails:
-        rule = fail["rule"]
-        if rule in ("required_trait", "root_required") and fail["trait"] in traits_forbidden:
-            return True
-        if rule == "any_of_traits" and fail["traits"][0] in traits_forbidden:
-            return True
-        if rule in ("member_of", "root_member_of") and fail["aggregates"][0] in aggs_forbidden:
-            return True
-        if rule in ("forbidden_trait", "root_forbidden") and fail["trait"] in traits_wanted:
-            return True
-        if rule.endswith("forbidden_aggregate") and fail["aggregate"] in aggs_wanted:
-            return True
-    return False
-
-
 def test_fixing_every_fail_gives_the_tree_a_candidate():
     rng = random.Random(4404)
     fixed = conflicts = 0
@@ -736,7 +711,7 @@ def test_fixing_every_fail_gives_the_tree_a_candidate():
             continue
         served = tree_served(cloud, req)
         for miss in nearmiss.near_misses(cloud.survey, req, served, 2):
-            if _may_conflict(req, miss["fails"]):
+            if any(fail["rule"] == "conflict" for fail in miss["fails"]):
                 conflicts += 1
                 continue
             mended = Cloud()
