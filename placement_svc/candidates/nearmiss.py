@@ -145,23 +145,26 @@ class _Misses:
         granular: dict[int, list[bool]] = {}  # provider -> isolated flag of each granular slot
         assigned = []
         for slot in self.slots:
-            best, best_cost = None, 0
+            # (shortfalls it adds, inventories it lacks outright): a provider
+            # short of room is nearer than one without the class at all
+            best, best_cost = None, (0, 0)
             for pid in reach:
-                cost = len(self._group_fails(slot.suffix, pid))
+                count, lacking = len(self._group_fails(slot.suffix, pid)), 0
                 for rc, amount in slot.amounts:
-                    before = amounts.get((pid, rc))
-                    cost += (
-                        _room_count(survey, pid, rc, [*before, amount])
-                        - _room_count(survey, pid, rc, before)
-                        if before
-                        else _room_count(survey, pid, rc, [amount])
-                    )
+                    before = amounts.get((pid, rc), [])
+                    if (pid, rc) not in survey.stock:
+                        count += not before  # one fail, however many amounts
+                        lacking += not before
+                    else:
+                        count += _room_count(survey, pid, rc, [*before, amount])
+                        count -= _room_count(survey, pid, rc, before)
                 users = granular.get(pid, [])
                 if slot.granular and users and (slot.isolated or any(users)):
-                    cost += not (len(users) > 1 and any(users))  # a new clash, or one more
+                    count += not (len(users) > 1 and any(users))  # a new clash, or one more
+                cost = (count, lacking)
                 if best is None or cost < best_cost:
                     best, best_cost = pid, cost
-                    if cost == 0:
+                    if cost == (0, 0):
                         break
             pid = root if best is None else best
             assigned.append(pid)
@@ -444,26 +447,35 @@ class _Misses:
         forbids.setdefault((root, "aggregate"), set()).update(request.root_member_of.forbidden)
         needs.setdefault((root, "aggregate"), []).extend(request.root_member_of.any_of)
         by_uuid = {survey.providers[pid].uuid: pid for pid in {*assigned, root}}
-        found = []
+        # Every change the fixes make, per provider and kind, taken together.
+        changes: dict[tuple[int, str], tuple[set[str], set[str]]] = {}  # (added, taken)
         for fail in fails:
             change = _change(fail)
-            if change is None:
+            owner = by_uuid.get(fail.detail["provider"]["uuid"]) if change else None
+            if change is None or owner is None:
                 continue
             adds, kind, name = change
-            owner = by_uuid.get(fail.detail["provider"]["uuid"])
-            if owner is None:
-                continue
-            pid = owner
+            changes.setdefault((owner, kind), (set(), set()))[0 if adds else 1].add(name)
+        taken_aggregates = {
+            pid: taken for (pid, kind), (_a, taken) in changes.items() if kind == "aggregate"
+        }
+        found = []
+        for (pid, kind), (added, taken) in changes.items():
             held = (
                 survey.traits[pid] if kind == "trait" else survey.aggregates.get(pid, frozenset())
             )
-            if adds:
-                broken = name in forbids.get((pid, kind), ())
-            else:
-                broken = any(
-                    name in one and held & one == {name} for one in needs.get((pid, kind), ())
-                )
-            if broken:
+            after = (held - taken) | added
+            broken = [(True, name) for name in sorted(added & forbids.get((pid, kind), set()))]
+            for one in needs.get((pid, kind), ()):
+                if held & one and not after & one:
+                    broken += [(False, name) for name in sorted(one & taken)]
+            if (
+                kind == "aggregate"
+                and taken
+                and self._cuts_sharing(root, assigned, taken_aggregates)
+            ):
+                broken += [(False, name) for name in sorted(taken)]
+            for adds, name in dict.fromkeys(broken):
                 verb = "gain" if adds else "lose"
                 found.append(
                     Fail(
@@ -474,6 +486,23 @@ class _Misses:
                     )
                 )
         return found
+
+    def _cuts_sharing(self, root: int, assigned: list[int], taken: dict[int, set[str]]) -> bool:
+        """Whether taking providers out of aggregates (``taken``) would cut
+        a sharing provider of the assignment off the tree: it shares with
+        the tree through aggregates it and a provider of the tree are both in."""
+        survey = self.survey
+        tree = [q for q in self.reach.get(root, [root]) if survey.providers[q].root_id == root]
+
+        def held(q: int) -> frozenset[str]:
+            return survey.aggregates.get(q, frozenset()) - taken.get(q, set())
+
+        for sharing in dict.fromkeys(assigned):
+            if sharing not in survey.sharing or survey.providers[sharing].root_id == root:
+                continue
+            if not any(held(q) & held(sharing) for q in tree):
+                return True
+        return False
 
 
 def _change(fail: Fail) -> tuple[bool, str, str] | None:
