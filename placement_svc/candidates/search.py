@@ -11,7 +11,8 @@ candidates is merge.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -107,30 +108,7 @@ def _load_room(
     with_room: dict[str, list[int]] = {}
     if not wanted:
         return with_room
-    ids = sorted(wanted)
-    used: dict[int, dict[int, int]] = {rc_id: {} for rc_id in ids}  # class -> provider -> used
-    for pid, rc_id, amount in conn.execute(
-        sa.select(
-            ALLOC.c.resource_provider_id,
-            ALLOC.c.resource_class_id,
-            sa.func.sum(ALLOC.c.used),
-        )
-        .where(ALLOC.c.resource_class_id.in_(ids))
-        .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-    ).all():
-        used[rc_id][pid] = int(amount)
-    rows = conn.execute(
-        sa.select(
-            INV.c.resource_provider_id,
-            INV.c.resource_class_id,
-            INV.c.total,
-            INV.c.reserved,
-            INV.c.allocation_ratio,
-            INV.c.min_unit,
-            INV.c.max_unit,
-            INV.c.step_size,
-        ).where(INV.c.resource_class_id.in_(ids))
-    ).all()
+    used, rows = inventories(conn, sorted(wanted))
     room, full = found.room, found.full
     per_class = {
         rc_id: (rc, amount, used[rc_id], with_room.setdefault(rc, []).append)
@@ -149,6 +127,38 @@ def _load_room(
     for holders in with_room.values():
         holders.sort()
     return {rc: holders for rc, holders in with_room.items() if holders}
+
+
+def inventories(
+    conn: Connection, rc_ids: list[int]
+) -> tuple[dict[int, dict[int, int]], Sequence[Any]]:
+    """Every inventory of these classes, and their used amounts (class ->
+    provider -> used): two plain reads. The rows are (provider, class,
+    total, reserved, allocation_ratio, min_unit, max_unit, step_size)."""
+    used: dict[int, dict[int, int]] = {rc_id: {} for rc_id in rc_ids}
+    for pid, rc_id, amount in conn.execute(
+        sa.select(
+            ALLOC.c.resource_provider_id,
+            ALLOC.c.resource_class_id,
+            sa.func.sum(ALLOC.c.used),
+        )
+        .where(ALLOC.c.resource_class_id.in_(rc_ids))
+        .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+    ).all():
+        used[rc_id][pid] = int(amount)
+    rows = conn.execute(
+        sa.select(
+            INV.c.resource_provider_id,
+            INV.c.resource_class_id,
+            INV.c.total,
+            INV.c.reserved,
+            INV.c.allocation_ratio,
+            INV.c.min_unit,
+            INV.c.max_unit,
+            INV.c.step_size,
+        ).where(INV.c.resource_class_id.in_(rc_ids))
+    ).all()
+    return used, rows
 
 
 def _load_providers(

@@ -78,33 +78,10 @@ def _stock(conn: Connection, classes: set[str]) -> dict[tuple[int, str], Stock]:
     if not rc_ids:
         return {}
     name_of = {rc_id: rc for rc, rc_id in rc_ids.items()}
-    ids = sorted(name_of)
-    used: dict[tuple[int, int], int] = {
-        (pid, rc_id): int(amount)
-        for pid, rc_id, amount in conn.execute(
-            sa.select(
-                ALLOC.c.resource_provider_id,
-                ALLOC.c.resource_class_id,
-                sa.func.sum(ALLOC.c.used),
-            )
-            .where(ALLOC.c.resource_class_id.in_(ids))
-            .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-        ).all()
-    }
-    stock = {}
-    for pid, rc_id, total, reserved, ratio, min_unit, max_unit, step_size in conn.execute(
-        sa.select(
-            INV.c.resource_provider_id,
-            INV.c.resource_class_id,
-            INV.c.total,
-            INV.c.reserved,
-            INV.c.allocation_ratio,
-            INV.c.min_unit,
-            INV.c.max_unit,
-            INV.c.step_size,
-        ).where(INV.c.resource_class_id.in_(ids))
-    ).all():
-        stock[(pid, name_of[rc_id])] = Stock(
-            total, reserved, float(ratio), min_unit, max_unit, step_size, used.get((pid, rc_id), 0)
+    used, rows = search.inventories(conn, sorted(name_of))
+    return {
+        (pid, name_of[rc_id]): Stock(
+            total, reserved, float(ratio), min_unit, max_unit, step_size, used[rc_id].get(pid, 0)
         )
-    return stock
+        for pid, rc_id, total, reserved, ratio, min_unit, max_unit, step_size in rows
+    }
