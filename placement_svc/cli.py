@@ -29,22 +29,15 @@ the traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.metadata
-import io
-import json
 import logging
 import logging.config
 import socket
 import sys
-from functools import partial
 
-import falcon
 from gunicorn.app.base import BaseApplication
 
-from placement_svc import errors, policy, runtime, status, web
-from placement_svc import microversion as mv
-from placement_svc.api.allocation_candidates import _near_misses
+from placement_svc import candidates_commands, policy, runtime, status
 from placement_svc.bootstrap import (
     LOG_FORMAT,
     PROG,
@@ -52,19 +45,12 @@ from placement_svc.bootstrap import (
     build_app,
     check_front_door,
     database_version,
-    engine_for,
     load_conf,
     one_line,
     prepare_database,
-    require_head,
     shown_url,
     sync_database,
 )
-from placement_svc.candidates import explain as explain_rules
-from placement_svc.candidates import find, request, text
-from placement_svc.db.engine import Database
-from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
-from placement_svc.schemas import allocation_candidate as candidate_schema
 
 DEFAULT_BIND = "127.0.0.1:8778"
 
@@ -160,86 +146,6 @@ def policy_show(conf, args) -> None:
     except policy.PolicyFileError as exc:
         raise Failure(one_line(exc)) from exc
     print(policy.render_effective(enforcer), end="")
-
-
-# The queries are read as the API reads them at its newest microversion.
-QUERY_VERSION = mv.MAX_VERSION
-
-
-def candidates_explain(conf, args) -> None:
-    """GET /allocation_candidates/explain?QUERY, from the database."""
-    with _as_the_api_refuses():
-        params = query_params(args.query, candidate_schema.explain_schema(QUERY_VERSION))
-        near = _near_misses(params)
-        wanted = request.parse(params, QUERY_VERSION)
-        settings = find.Settings.of(conf.placement)
-        body = _read(conf, partial(find.explain, wanted=wanted, settings=settings, near=near))
-    _print(args, body, text.explain)
-
-
-def candidates_capacity(conf, args) -> None:
-    """GET /allocation_candidates/capacity?QUERY, from the database."""
-    with _as_the_api_refuses():
-        params = query_params(args.query, candidate_schema.query_schema(QUERY_VERSION))
-        wanted = request.parse(params, QUERY_VERSION)
-        body = _read(conf, partial(find.capacity, wanted=wanted))
-    _print(args, body, text.capacity)
-
-
-def query_params(query: str, schema) -> dict[str, list[str]]:
-    """A query string as the API's handlers get it: falcon parses it with
-    the options app.py sets (blank values kept, no splitting at commas,
-    repeated keys as lists), then ``web.query`` checks it against the schema."""
-    options = falcon.RequestOptions()
-    options.keep_blank_qs_values = True
-    options.auto_parse_qs_csv = False
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "SCRIPT_NAME": "",
-        "PATH_INFO": "/allocation_candidates",
-        "QUERY_STRING": query,
-        "SERVER_NAME": "localhost",
-        "SERVER_PORT": "80",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(),
-        "wsgi.errors": sys.stderr,
-    }
-    return web.query(falcon.Request(environ, options=options), schema)
-
-
-@contextlib.contextmanager
-def _as_the_api_refuses():
-    """A query the API answers with 400 (a malformed one, before the
-    database is reached; a name the database does not know, after), as one
-    error line: the API's message, the part of its error's detail after
-    webob's first sentence."""
-    try:
-        yield
-    except errors.PlacementError as exc:
-        raise Failure(errors.strip_tags(exc.message)) from exc
-    except UnstorableValue as exc:  # app.py's words for it
-        raise Failure("The request contains a value the database cannot store.") from exc
-
-
-def _read(conf, work):
-    """``work`` in one read transaction, as a request runs it; a schema this
-    code was not written for is refused first, naming the fix."""
-    with engine_for(conf) as engine:
-        require_head(engine)
-        database = Database(engine, max_retries=conf.placement_database.db_max_retries)
-        try:
-            return database.read(work)
-        except DatabaseUnavailable as exc:
-            shown = shown_url(conf.placement_database.connection)
-            raise Failure(f"database {shown}: busy, gave up after {exc.attempts} attempts") from exc
-
-
-def _print(args, body, as_text) -> None:
-    if args.json:
-        print(json.dumps(body, indent=2, ensure_ascii=False))
-    else:
-        print(as_text(body), end="")
 
 
 # -- the command line ----------------------------------------------------------
@@ -345,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve_command(commands)
     _add_status_commands(commands)
     _add_policy_commands(commands)
-    _add_candidates_commands(commands)
+    candidates_commands.add_commands(commands, _command)
     return parser
 
 
@@ -427,49 +333,6 @@ def _add_policy_commands(commands) -> None:
     )
     show = _command(pol_commands, "show", 2, help=text, description=text)
     show.set_defaults(func=policy_show, log_level=logging.WARNING)
-
-
-def _add_candidates_commands(commands) -> None:
-    where = (
-        "Reads the configured database directly, for an operator on a host the "
-        "API cannot be reached from; no policy applies. QUERY is the query string "
-        "of GET /allocation_candidates, checked as the API checks it at its newest "
-        "microversion; quote it for the shell."
-    )
-    text = (
-        "Why an allocation candidates query has the candidates it has, or none: "
-        "what each filter and rule left, and the trees that almost fit "
-        f"(near_misses=N in QUERY: how many, default {explain_rules.NEAR_MISSES}, "
-        f"at most {explain_rules.MAX_NEAR_MISSES}). The text "
-        "GET /allocation_candidates/explain answers to Accept: text/plain. "
-    )
-    explain = _command(
-        commands,
-        "explain",
-        1,
-        help="why an allocation candidates query has the candidates it has",
-        description=text + where,
-    )
-    text = (
-        "How many copies of an allocation candidates query fit: in all, and tree "
-        "by tree, the most first (limit=N in QUERY: N trees at most). The text "
-        "GET /allocation_candidates/capacity answers to Accept: text/plain. "
-    )
-    capacity = _command(
-        commands,
-        "capacity",
-        1,
-        help="how many copies of an allocation candidates query fit",
-        description=text + where,
-    )
-    for parser, func in ((explain, candidates_explain), (capacity, candidates_capacity)):
-        parser.add_argument(
-            "query", metavar="QUERY", help="e.g. 'resources=VCPU:2,MEMORY_MB:4096&required=...'"
-        )
-        parser.add_argument(
-            "--json", action="store_true", help="print the JSON body the API answers instead"
-        )
-        parser.set_defaults(func=func, log_level=logging.WARNING)
 
 
 def logging_config(args) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from email.utils import format_datetime
 
 import falcon
@@ -194,9 +194,16 @@ def query(req: falcon.Request, schema: Schema | None = None) -> dict[str, list[s
 
     The schema sees each key's last value, as webob's ``dict(req.GET)`` gives.
     """
-    params: dict[str, list[str]] = {}
-    for key, value in req.params.items():
-        params[key] = value if isinstance(value, list) else [value]
+    return checked_query(as_lists(req.params), schema)
+
+
+def as_lists(parsed: Mapping[str, str | list[str]]) -> dict[str, list[str]]:
+    """falcon's parsed query (a value, or a list for a repeated key) as
+    each key's list of values."""
+    return {key: value if isinstance(value, list) else [value] for key, value in parsed.items()}
+
+
+def checked_query(params: dict[str, list[str]], schema: Schema | None) -> dict[str, list[str]]:
     if schema is not None:
         last = {key: values[-1] for key, values in params.items()}
         try:

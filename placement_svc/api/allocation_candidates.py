@@ -54,10 +54,7 @@ class AllocationCandidates:
         web.require_version(req, mv.CANDIDATES_EXPLAIN)
         media_type = _media_type(req)
         req.context.placement.can(policies.EXPLAIN)
-        version = web.version(req)
-        params = web.query(req, schema.explain_schema(version))
-        near = _near_misses(params)
-        wanted = request.parse(params, version)
+        wanted, near = explain_query(web.as_lists(req.params), web.version(req))
         work = partial(find.explain, wanted=wanted, settings=Settings.of(self.conf), near=near)
         _answer(resp, media_type, self.db.read(work), text.explain)
 
@@ -65,11 +62,22 @@ class AllocationCandidates:
         web.require_version(req, mv.CANDIDATES_EXPLAIN)
         media_type = _media_type(req)
         req.context.placement.can(policies.CAPACITY)
-        version = web.version(req)
-        wanted = request.parse(web.query(req, schema.query_schema(version)), version)
-        _answer(
-            resp, media_type, self.db.read(partial(find.capacity, wanted=wanted)), text.capacity
-        )
+        wanted = capacity_query(web.as_lists(req.params), web.version(req))
+        work = partial(find.capacity, wanted=wanted)
+        _answer(resp, media_type, self.db.read(work), text.capacity)
+
+
+def explain_query(params: dict[str, list[str]], version) -> tuple[request.Request, int]:
+    """An explain query, checked (the candidates query's schema and
+    near_misses=) and parsed: the request and how many near misses. The
+    command line's ``placement-svc explain`` reads its query with this too."""
+    params = web.checked_query(params, schema.explain_schema(version))
+    return request.parse(params, version), _near_misses(params)
+
+
+def capacity_query(params: dict[str, list[str]], version) -> request.Request:
+    """A capacity query, checked and parsed (as the candidates query)."""
+    return request.parse(web.checked_query(params, schema.query_schema(version)), version)
 
 
 def _media_type(req) -> str:

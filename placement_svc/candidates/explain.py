@@ -73,7 +73,10 @@ def first_empty_step(body: dict[str, Any]) -> str:
                 before = pre_room  # the unsuffixed group's classes count from the same ones
             if not step["after"]:
                 shown = ",".join(step["value"])
-                return f"group '{suffix}' {step['filter']} {shown} left none of {before} providers"
+                return (
+                    f"group '{suffix}' {step['filter']} {shown} left none of "
+                    f"{_counted(before, 'provider')}"
+                )
             before = step["after"]
             if step["filter"] != "resources":
                 pre_room = before
@@ -85,8 +88,12 @@ def first_empty_step(body: dict[str, Any]) -> str:
     for step in body["request_filters"] + body["merge_rules"]:
         if not step["after"]:
             name = " ".join([step.get("filter") or step["rule"], ",".join(step["value"])])
-            return f"{name.strip()} left none of {step['before']} trees"
+            return f"{name.strip()} left none of {_counted(step['before'], 'tree')}"
     return "no candidate"
+
+
+def _counted(count: int, thing: str) -> str:
+    return f"{count} {thing}" if count == 1 else f"{count} {thing}s"
 
 
 def _request_filters(survey: Survey, request: Request, trees: list[int]) -> list[dict[str, Any]]:

@@ -67,7 +67,7 @@ def requests_log(caplog) -> list[logging.LogRecord]:
 @pytest.mark.parametrize(
     "query, step",
     [
-        pytest.param(FLAVOR, "tree_traits HW_CPU_X86_AVX2 left none of 1 trees", id="a-merge-rule"),
+        pytest.param(FLAVOR, "tree_traits HW_CPU_X86_AVX2 left none of 1 tree", id="a-merge-rule"),
         pytest.param(
             "resources=VCPU:4,MEMORY_MB:65536",
             "group '' resources MEMORY_MB:65536 left none of 3 providers",

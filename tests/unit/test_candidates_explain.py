@@ -290,7 +290,7 @@ def test_first_empty_step_among_trees():
     )
     assert (
         why(cloud, "resources=VCPU:1,DISK_GB:1&root_required=CUSTOM_X")
-        == "root_required CUSTOM_X left none of 1 trees"
+        == "root_required CUSTOM_X left none of 1 tree"
     )
 
 
@@ -300,7 +300,7 @@ def test_first_empty_step_at_a_merge_rule_or_after_them_all():
     cloud.provider("T3", stock={"DISK_GB": 100})
     assert (
         why(cloud, "resources=DISK_GB:60&resources_G=DISK_GB:60")
-        == "shared_room DISK_GB left none of 1 trees"
+        == "shared_room DISK_GB left none of 1 tree"
     )
     cloud = isolation_cloud()
     cloud.survey.stock.pop((cloud.ids["N1"], "VCPU"))
@@ -314,7 +314,7 @@ def test_first_empty_step_at_a_merge_rule_or_after_them_all():
     cloud.provider("FPGA", "H", stock={"CUSTOM_FPGA": 1})
     assert (
         why(cloud, "resources_C=VCPU:1&resources_F=CUSTOM_FPGA:1&same_subtree=_F,_C")
-        == "same_subtree _C,_F left none of 1 trees"
+        == "same_subtree _C,_F left none of 1 tree"
     )
     # max_allocation_candidates=0: every step leaves trees, the answer none
     assert why(three_hosts(), "resources=VCPU:1", max_candidates=0) == "no candidate"
@@ -327,7 +327,7 @@ def test_first_empty_step_for_one_provider_per_tree():
     body = explained(cloud, "resources=VCPU:1,SRIOV_NET_VF:1", Version(1, 28))
     phrase = explain.first_empty_step(body)
     # The INFO log line of an empty GET /allocation_candidates at 1.28.
-    assert phrase == "one_provider_per_tree left none of 1 trees"
+    assert phrase == "one_provider_per_tree left none of 1 tree"
 
 
 # The plain text
