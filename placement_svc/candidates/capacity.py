@@ -41,16 +41,24 @@ def capacity(found: Found, request: Request) -> dict[str, Any]:
         size[provider.root_id] = size.get(provider.root_id, 0) + 1
     reached = {root for pid in found.sharing for root in found.shares_with.get(pid, ())}
     trees = []
+    spent: dict[tuple[int, str], float] = {}  # sharing provider, class -> claimed by all trees
     for root in found.roots:
         journal: Journal = {}
         copies = _claim(found, first, root, journal)
+        for key, before in journal.items():
+            if key[0] in found.sharing:
+                spent[key] = spent.get(key, 0) + before.free - found.room[key].free
         found.room.update(journal)
         if copies:
             exact = size.get(root) == 1 and root not in reached and root not in found.sharing
             trees.append({"root": root, "copies": copies, "exact": exact})
     trees.sort(key=lambda tree: (-tree["copies"], tree["root"]))
     total, total_exact = sum(t["copies"] for t in trees), all(t["exact"] for t in trees)
-    if any(tree["root"] in reached for tree in trees):  # once more, one model for every tree
+    # Where every tree's claims on the sharing providers fit in their room
+    # together, one model for every tree would claim just what each tree
+    # claimed on its own (the room a tree sees there is never short); else
+    # claim once more, tree after tree, on one model.
+    if any(amount > found.room[key].free for key, amount in spent.items()):
         journal = {}
         total = sum(_claim(found, first, root, journal) for root in found.roots)
         found.room.update(journal)
