@@ -17,7 +17,6 @@ Four parts, each from where it is true:
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from typing import Any
 
 from placement_svc.candidates import eligibility, funnel, merge, nearmiss
@@ -202,7 +201,7 @@ def _count(found: Found, request: Request, max_candidates: int) -> tuple[int, di
     cap, by = COUNT_CAP, "explain"
     if 0 <= max_candidates <= COUNT_CAP:
         cap, by = max_candidates, "max_allocation_candidates"
-    count = sum(1 for _ in itertools.islice(merge.generate(request, found), cap + 1))
+    count = merge.count(request, found, cap)
     if count > cap:
         return cap, {"at": cap, "by": by}
     return count, None

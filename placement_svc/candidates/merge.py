@@ -126,6 +126,31 @@ def trees_with_candidates(
     return [root for root in roots if next(iter(walk.tree(root)), None) is not None]
 
 
+# What a counting walk yields for a candidate it need not build.
+COUNTED = Candidate({}, {})
+
+
+def count(request: Request, found: Found, most: int) -> int:
+    """How many candidates ``generate`` would yield, up to ``most`` + 1,
+    without building them: only those of sharing providers alone, which
+    two trees may both yield and the answer has once, are built, to be told
+    apart."""
+    walk = _Walk(request, found, None, counting=True)
+    seen = set()
+    counted = 0
+    for root in found.roots:
+        for candidate in walk.tree(root):
+            if candidate is not COUNTED:
+                key = candidate.key()
+                if key in seen:
+                    continue
+                seen.add(key)
+            counted += 1
+            if counted > most:
+                return counted
+    return counted
+
+
 def first_in_tree(request: Request, found: Found) -> Callable[[int], Candidate | None]:
     """root -> the first candidate of its tree in the walk's order, on the
     room as it is when asked: a caller may take room away between calls
@@ -210,11 +235,16 @@ class _Walk:
         found: Found,
         shuffle: random.Random | None,
         shared_room: bool = True,
+        counting: bool = False,
     ) -> None:
         self.request, self.found, self.shuffle = request, found, shuffle
         # Off only for an explanation's steps: each slot then needs room for
         # its own amounts alone, as if no other group used its provider.
         self.shared_room = shared_room
+        # Counting (an explanation's number of candidates): the walk yields
+        # COUNTED for each candidate but those of sharing providers alone,
+        # which two trees may both yield (see count).
+        self.counting = counting
         self.slots = slots(request)
         index = _options_by_root(found)
         self.reach = [index.get((slot.suffix, slot.key), {}) for slot in self.slots]
@@ -288,7 +318,7 @@ class _Walk:
             self._place(pid, slot, used, granular_users, isolated_users, 1)
             if not self._still_valid(choice, index):
                 return
-        yield _candidate(self.slots, choice)
+        yield self._made(self.slots, choice)
 
     def _search(self, options: list[list[int]]) -> Iterator[Candidate]:
         """Depth first over the slots, pruning as soon as a rule breaks, the
@@ -307,7 +337,7 @@ class _Walk:
 
         def visit(index: int) -> Iterator[Candidate]:
             if index == len(slots):
-                yield _candidate(slots, assigned)
+                yield self._made(slots, assigned)
                 return
             slot = slots[index]
             dead_ends = None  # signatures of fresh providers whose branch gave nothing
@@ -366,6 +396,15 @@ class _Walk:
             if any(q != pid and providers[q].root_id == tree for q in assigned):
                 return False
         return True
+
+    def _made(self, slots: list[_Slot], assigned: list[int]) -> Candidate:
+        if self.counting:
+            sharing = self.found.sharing
+            if not sharing or any(
+                pid not in sharing for slot, pid in zip(slots, assigned) if slot.amounts
+            ):
+                return COUNTED
+        return _candidate(slots, assigned)
 
     @staticmethod
     def _place(

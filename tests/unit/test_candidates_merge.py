@@ -1050,3 +1050,18 @@ def test_first_in_tree_reads_the_room_as_it_is_when_asked():
             moved += after is not None and after != candidate
             compared += 1
     assert compared > 300 and moved > 50, (compared, moved)
+
+
+def test_count_is_the_number_of_candidates_generate_yields():
+    """merge.count (an explanation's number of candidates) counts without
+    building, and tells apart only the candidates of sharing providers
+    alone; the brute force's count is the answer's length."""
+    compared = shared_alone = 0
+    for _world, req, found in random_requests(115, 400):
+        answer = list(merge.generate(req, found))
+        assert merge.count(req, found, 10**6) == len(answer) == len(brute_force(req, found)), req
+        if len(answer) > 1:  # counting stops one past its bound
+            assert merge.count(req, found, len(answer) - 2) == len(answer) - 1
+        compared += 1
+        shared_alone += any(all(p in found.sharing for p in c.allocations) for c in answer)
+    assert compared > 300 and shared_alone > 10, (compared, shared_alone)
