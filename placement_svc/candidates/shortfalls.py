@@ -1,0 +1,336 @@
+"""Every rule one assignment of a tree's slots breaks, in words with
+numbers: the fails of an explanation's near misses. Pure: reads a Survey.
+
+nearmiss.py chooses the assignment (a provider for each of merge.slots)
+and ranks the trees; this says what the assignment lacks, rule by rule,
+each fail with what fixing it takes: the request-wide rules on the root,
+each group's rules on its provider (as funnel.py counts them), room per
+provider and class for the amounts placed there together, the unsuffixed
+group's traits over its providers, isolation, same_subtree and its negated
+groups, and before 1.29 one provider per tree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from placement_svc.candidates import funnel, merge, subtree
+from placement_svc.candidates.model import Survey
+from placement_svc.candidates.request import Request, RequestGroup
+
+
+class Fail(NamedTuple):
+    """One rule an assignment breaks: ``rule`` names it (the JSON's key),
+    ``text`` says it, ``detail`` holds its numbers and names."""
+
+    rule: str
+    text: str
+    detail: dict[str, Any]
+
+    def body(self) -> dict[str, Any]:
+        return {"rule": self.rule, "text": self.text, **self.detail}
+
+
+def _number(value: float) -> int | float:
+    return int(value) if value == int(value) else round(value, 3)
+
+
+class Shortfalls:
+    """One request's rules, said of one assignment at a time."""
+
+    def __init__(self, survey: Survey, request: Request) -> None:
+        self.survey, self.request = survey, request
+        self.slots = merge.slots(request)
+        reach: dict[int, list[int]] = {}
+        for pid in sorted(survey.providers):
+            reach.setdefault(survey.providers[pid].root_id, []).append(pid)
+        for pid in sorted(survey.sharing):
+            for root in sorted(survey.shares_with.get(pid, ())):
+                if survey.providers[pid].root_id != root:
+                    reach.setdefault(root, []).append(pid)
+        self.reach = reach
+        self.group_fails: dict[tuple[str, int], list[Fail]] = {}
+        self.in_tree = {
+            suffix: next(
+                (p.root_id for p in survey.providers.values() if p.uuid == group.in_tree), -1
+            )
+            for suffix, group in request.groups.items()
+            if group.in_tree is not None
+        }
+
+    def ref(self, pid: int) -> dict[str, str]:
+        return {"uuid": self.survey.providers[pid].uuid, "name": self.survey.names[pid]}
+
+    def _root_fails(self, root: int) -> list[Fail]:
+        request, survey = self.request, self.survey
+        name, ref = survey.names[root], {"provider": self.ref(root)}
+        traits = survey.traits[root]
+        fails = [
+            Fail(
+                "root_required",
+                f"root {name} lacks trait {trait} (root_required)",
+                {**ref, "trait": trait},
+            )
+            for trait in sorted(request.root_required - traits)
+        ]
+        fails += [
+            Fail(
+                "root_forbidden",
+                f"root {name} has forbidden trait {trait} (root_required)",
+                {**ref, "trait": trait},
+            )
+            for trait in sorted(request.root_forbidden & traits)
+        ]
+        member_of = request.root_member_of
+        held = survey.aggregates.get(root, frozenset())
+        fails += [
+            Fail(
+                "root_member_of",
+                f"root {name} {_not_in(one)} (root_member_of)",
+                {**ref, "aggregates": sorted(one)},
+            )
+            for one in member_of.any_of
+            if not held & one
+        ]
+        fails += [
+            Fail(
+                "root_forbidden_aggregate",
+                f"root {name} in forbidden aggregate {agg} (root_member_of)",
+                {**ref, "aggregate": agg},
+            )
+            for agg in sorted(held & member_of.forbidden)
+        ]
+        return fails
+
+    def _group_fails(self, suffix: str, pid: int) -> list[Fail]:
+        """What keeps ``pid`` from the group, room aside (as funnel.filters)."""
+        key = (suffix, pid)
+        known = self.group_fails.get(key)
+        if known is None:
+            known = self.group_fails[key] = self._work_out(self.request.groups[suffix], pid)
+        return known
+
+    def _work_out(self, group: RequestGroup, pid: int) -> list[Fail]:
+        survey = self.survey
+        name, ref = survey.names[pid], self.ref(pid)
+        where = {"provider": ref, "groups": [group.suffix]}
+        fails = []
+        if (
+            group.in_tree is not None
+            and survey.providers[pid].root_id != self.in_tree[group.suffix]
+        ):
+            fails.append(
+                Fail(
+                    "in_tree",
+                    f"{name} not in tree {group.in_tree}",
+                    {**where, "in_tree": group.in_tree},
+                )
+            )
+        member_of = group.member_of
+        if member_of:
+            holders = funnel.holders(survey, group, pid)
+            owners = [pid, survey.providers[pid].root_id][: len(holders)]
+            missing = [[one for one in member_of.any_of if not held & one] for held in holders]
+            fewest = min(range(len(holders)), key=lambda i: len(missing[i]))
+            owner = owners[fewest]
+            fails += [
+                Fail(
+                    "member_of",
+                    f"{survey.names[owner]} {_not_in(one)}",
+                    {
+                        "provider": self.ref(owner),
+                        "groups": [group.suffix],
+                        "aggregates": sorted(one),
+                    },
+                )
+                for one in missing[fewest]
+            ]
+            for held, owner in zip(holders, owners):
+                fails += [
+                    Fail(
+                        "forbidden_aggregate",
+                        f"{survey.names[owner]} in forbidden aggregate {agg}",
+                        {"provider": self.ref(owner), "groups": [group.suffix], "aggregate": agg},
+                    )
+                    for agg in sorted(held & member_of.forbidden)
+                ]
+        traits = survey.traits[pid]
+        if group.same_provider:
+            fails += [
+                _missing(one, name, where) for one in group.required.any_of if not traits & one
+            ]
+        fails += [
+            Fail("forbidden_trait", f"forbidden trait {trait} on {name}", {**where, "trait": trait})
+            for trait in sorted(traits & group.required.forbidden)
+        ]
+        return fails
+
+    def _room_fails(self, assigned: list[int]) -> list[Fail]:
+        survey = self.survey
+        placed: dict[tuple[int, str], tuple[list[int], list[str]]] = {}
+        for slot, pid in zip(self.slots, assigned):
+            for rc, amount in slot.amounts:
+                amounts, groups = placed.setdefault((pid, rc), ([], []))
+                amounts.append(amount)
+                if slot.suffix not in groups:
+                    groups.append(slot.suffix)
+        fails = []
+        for (pid, rc), (amounts, groups) in placed.items():
+            stock = survey.stock.get((pid, rc))
+            lacking = () if stock is None else stock.lacks(*amounts)
+            if stock is not None and not lacking:
+                continue
+            name, needs = survey.names[pid], sum(amounts)
+            where = {"provider": self.ref(pid), "groups": groups, "resource_class": rc}
+            if stock is None:
+                fails.append(
+                    Fail("no_inventory", f"no {rc} inventory on {name}", {**where, "needs": needs})
+                )
+                continue
+            free = _number(stock.free)
+            numbers = {
+                **where,
+                "needs": needs,
+                "free": _number(stock.free),
+                "total": stock.total,
+                "reserved": stock.reserved,
+                "allocation_ratio": stock.allocation_ratio,
+                "used": stock.used,
+                "min_unit": stock.min_unit,
+                "max_unit": stock.max_unit,
+                "step_size": stock.step_size,
+            }
+            for kind in lacking:
+                if kind == "capacity":
+                    text = (
+                        f"{rc} on {name}: needs {needs}, {free} free (total {stock.total}, "
+                        f"reserved {stock.reserved}, ratio {stock.allocation_ratio}, "
+                        f"used {stock.used})"
+                    )
+                elif kind == "max_unit":
+                    text = f"{rc} on {name}: needs {needs}, max_unit {stock.max_unit}"
+                elif kind == "min_unit":
+                    text = f"{rc} on {name}: needs {min(amounts)}, min_unit {stock.min_unit}"
+                else:
+                    odd = next(a for a in amounts if a % stock.step_size)
+                    text = f"{rc} on {name}: needs {odd}, step_size {stock.step_size}"
+                fails.append(Fail(kind, text, numbers))
+        return fails
+
+    def _tree_trait_fails(self, assigned: list[int]) -> list[Fail]:
+        """The unsuffixed group's required traits, met by its providers together."""
+        group = self.request.groups.get("")
+        if group is None or not group.required.any_of:
+            return []
+        mine = list(dict.fromkeys(p for s, p in zip(self.slots, assigned) if not s.granular))
+        held = frozenset().union(*(self.survey.traits[pid] for pid in mine))
+        names = ", ".join(self.survey.names[pid] for pid in mine)
+        on = names if len(mine) == 1 else f"any of {names} (the unsuffixed group's providers)"
+        where = {"provider": self.ref(mine[0]), "groups": [""]}
+        return [_missing(one, on, where) for one in group.required.any_of if not held & one]
+
+    def _isolation_fails(self, assigned: list[int]) -> list[Fail]:
+        request = self.request
+        users: dict[int, list[str]] = {}
+        for slot, pid in zip(self.slots, assigned):
+            if slot.granular:
+                users.setdefault(pid, []).append(slot.suffix)
+        rule = (
+            "group_policy=isolate"
+            if request.isolate
+            else "isolate=" + ",".join(sorted(request.isolated))
+        )
+        return [
+            Fail(
+                "isolate",
+                f"groups {_quoted(groups)} would share {self.survey.names[pid]} ({rule})",
+                {"provider": self.ref(pid), "groups": groups},
+            )
+            for pid, groups in users.items()
+            if len(groups) > 1 and any(s in request.isolated for s in groups)
+        ]
+
+    def _subtree_fails(self, assigned: list[int]) -> list[Fail]:
+        survey, slots = self.survey, self.slots
+        fails = []
+        unrooted = set()
+        for suffixes in self.request.same_subtrees:
+            members = {pid for s, pid in zip(slots, assigned) if s.suffix in suffixes}
+            if subtree.root(survey, members) is None:
+                unrooted.add(frozenset(suffixes))
+                names = ", ".join(survey.names[pid] for pid in sorted(members))
+                fails.append(
+                    Fail(
+                        "same_subtree",
+                        f"same_subtree={','.join(sorted(suffixes))}: "
+                        f"{names} are not in one subtree",
+                        {
+                            "groups": sorted(suffixes),
+                            "providers": [self.ref(p) for p in sorted(members)],
+                        },
+                    )
+                )
+        for positive, negated in self.request.apart:
+            if positive in unrooted:
+                continue
+            members = {pid for s, pid in zip(slots, assigned) if s.suffix in positive}
+            top = subtree.root(survey, members)
+            for suffix in sorted(negated):
+                if not subtree.apart(survey, slots, assigned, positive, suffix):
+                    pid = next(p for s, p in zip(slots, assigned) if s.suffix == suffix)
+                    fails.append(
+                        Fail(
+                            "same_subtree_apart",
+                            f"same_subtree={','.join(sorted(positive))},!{suffix}: "
+                            f"{survey.names[pid]} (group '{suffix}') is in the subtree of "
+                            f"{survey.names[top] if top is not None else '?'}",
+                            {
+                                "groups": sorted(positive),
+                                "negated": suffix,
+                                "provider": self.ref(pid),
+                            },
+                        )
+                    )
+        return fails
+
+    def _tree_fails(self, assigned: list[int]) -> list[Fail]:
+        """Before 1.29 a candidate takes one provider per tree."""
+        if self.request.nested:
+            return []
+        survey = self.survey
+        by_tree: dict[int, list[int]] = {}
+        for pid in dict.fromkeys(assigned):
+            by_tree.setdefault(survey.providers[pid].root_id, []).append(pid)
+        return [
+            Fail(
+                "one_provider_per_tree",
+                f"{', '.join(survey.names[p] for p in pids)} are one tree's providers "
+                "(before 1.29 a candidate takes one provider per tree)",
+                {"providers": [self.ref(p) for p in pids]},
+            )
+            for pids in by_tree.values()
+            if len(pids) > 1
+        ]
+
+
+def _missing(one: frozenset[str], on: str, where: dict[str, Any]) -> Fail:
+    if len(one) == 1:
+        (trait,) = one
+        return Fail("required_trait", f"missing trait {trait} on {on}", {**where, "trait": trait})
+    listed = sorted(one)
+    return Fail(
+        "any_of_traits",
+        f"missing one of traits {', '.join(listed)} on {on}",
+        {**where, "traits": listed},
+    )
+
+
+def _not_in(one: frozenset[str]) -> str:
+    listed = sorted(one)
+    if len(listed) == 1:
+        return f"not in aggregate {listed[0]}"
+    return f"not in any of aggregates {', '.join(listed)}"
+
+
+def _quoted(suffixes: list[str]) -> str:
+    return " and ".join(f"'{s}'" for s in suffixes)
