@@ -73,8 +73,9 @@ OPTIONAL_GROUP_POLICY = _v(41)  # group_policy may be left out: none
 GRANULAR_ISOLATE = _v(42)  # isolate=<suffixes>: anti-affinity of chosen groups
 SAME_SUBTREE_APART = _v(43)  # same_subtree=_X,!_Y: _Y outside _X's subtree
 CANDIDATES_EXPLAIN = _v(44)  # GET /allocation_candidates/explain and /capacity
+PROVIDER_INCLUDE = _v(45)  # include= on GET /resource_providers and /resource_providers/{uuid}
 
-MAX_VERSION = CANDIDATES_EXPLAIN  # the newest this service can serve
+MAX_VERSION = PROVIDER_INCLUDE  # the newest this service can serve
 VERSIONS = [f"1.{minor}" for minor in range(MIN_VERSION.minor, MAX_VERSION.minor + 1)]
 
 

@@ -117,7 +117,7 @@ def links(req, provider) -> list[dict]:
     return [{"rel": "self", "href": base}] + [{"rel": rel, "href": f"{base}/{rel}"} for rel in rels]
 
 
-def represent(req, provider) -> dict:
+def represent(req, provider, embedded: ops.Embedded | None = None) -> dict:
     body = {
         "uuid": provider.uuid,
         "name": provider.name,
@@ -127,7 +127,53 @@ def represent(req, provider) -> dict:
     if web.version(req) >= mv.NESTED_PROVIDERS:
         body["parent_provider_uuid"] = provider.parent_uuid
         body["root_provider_uuid"] = provider.root_uuid
+    if embedded is not None:
+        body.update(_embedded(provider, embedded))
     return body
+
+
+def _embedded(provider, embedded: ops.Embedded) -> dict:
+    """What include= asked for (1.45): the bodies of the provider's own
+    sub-resource reads, as GET /resource_providers/{uuid}/<name> answers."""
+    pid, generation = provider.id, provider.generation
+    body: dict = {}
+    if embedded.inventories is not None:
+        held = embedded.inventories.get(pid, [])
+        body["inventories"] = {
+            "resource_provider_generation": generation,
+            "inventories": {inv.resource_class: inv.fields() for inv in held},
+        }
+    if embedded.traits is not None:
+        body["traits"] = {
+            "traits": embedded.traits.get(pid, []),
+            "resource_provider_generation": generation,
+        }
+    if embedded.aggregates is not None:
+        body["aggregates"] = {
+            "aggregates": embedded.aggregates.get(pid, []),
+            "resource_provider_generation": generation,
+        }
+    if embedded.usages is not None:
+        body["usages"] = {
+            "resource_provider_generation": generation,
+            "usages": embedded.usages.get(pid, {}),
+        }
+    return body
+
+
+def _include(params: dict[str, list[str]]) -> frozenset[str] | None:
+    """include=a,b (1.45): the sub-resources to embed; None without it."""
+    if "include" not in params:
+        return None
+    value = params["include"][-1]
+    names = [name.strip() for name in value.split(",")]
+    unknown = [name for name in names if name not in ops.INCLUDES]
+    if unknown:
+        raise errors.BadRequest(
+            f"Invalid query string parameters: unknown include value {unknown[0]!r} in "
+            f"{value!r}: expected a comma-separated list of {', '.join(ops.INCLUDES)}."
+        )
+    return frozenset(names)
 
 
 def _filters(params: dict[str, list[str]], version) -> dict:
@@ -153,9 +199,16 @@ class ResourceProviders:
         req.context.placement.can(policies.LIST)
         version = web.version(req)
         params = web.query(req, schema.for_version(version).list_query)
+        include = _include(params)
+        filters = _filters(params, version)
         with web.answering(_words, "list"):
-            found = self.db.read(partial(ops.list_filtered, **_filters(params, version)))
-        web.render(resp, {"resource_providers": [represent(req, p) for p in found]})
+            if include is None:
+                found, embedded = self.db.read(partial(ops.list_filtered, **filters)), None
+            else:
+                work = partial(ops.list_including, include=include, **filters)
+                found, embedded = self.db.read(work)
+        listed = [represent(req, p, embedded) for p in found]
+        web.render(resp, {"resource_providers": listed})
         web.cache_headers(req, resp, web.newest(found))
 
     def create(self, req, resp):
@@ -179,9 +232,17 @@ class ResourceProviders:
     def show(self, req, resp, uuid):
         web.check_accept(req)
         req.context.placement.can(policies.SHOW)
+        # Before 1.45 the query string is not read, as upstream's.
+        include = None
+        if web.version(req) >= mv.PROVIDER_INCLUDE:
+            include = _include(web.query(req))
         with web.answering(_words, "show"):
-            provider = self.db.read(partial(ops.get, uuid=uuid))
-        web.render(resp, represent(req, provider))
+            if include is None:
+                provider, embedded = self.db.read(partial(ops.get, uuid=uuid)), None
+            else:
+                work = partial(ops.get_including, uuid=uuid, include=include)
+                provider, embedded = self.db.read(work)
+        web.render(resp, represent(req, provider, embedded))
         web.cache_headers(req, resp, provider.modified)
 
     def update(self, req, resp, uuid):

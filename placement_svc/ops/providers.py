@@ -3,13 +3,16 @@ deletion, in upstream's check order."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from placement_svc import microversion as mv
+from placement_svc.db import embedded as bulk
 from placement_svc.db import providers as store
 from placement_svc.db.exceptions import ParentProviderNotFound
+from placement_svc.db.inventories import Inventory
 from placement_svc.db.providers import Provider
 from placement_svc.ops.exceptions import (
     ProviderIsOwnParent,
@@ -23,6 +26,58 @@ from placement_svc.schemas import resource_provider as schema
 # Reads with no rule beyond the data layer's.
 get = store.get
 list_filtered = store.list_filtered
+
+# What include= may embed in a provider (1.45), in the order bodies list them.
+INCLUDES = ("inventories", "traits", "aggregates", "usages")
+
+
+@dataclass
+class Embedded:
+    """What include= asked for, per provider id (None: not asked)."""
+
+    inventories: dict[int, list[Inventory]] | None = None
+    traits: dict[int, list[str]] | None = None
+    aggregates: dict[int, list[str]] | None = None
+    # per provider, the used amount of each class it has inventory of
+    usages: dict[int, dict[str, int]] | None = None
+
+
+def list_including(
+    conn: Connection, include: frozenset[str], **filters: Any
+) -> tuple[list[Provider], Embedded]:
+    """``list_filtered``, with what ``include`` names of every provider found
+    read in one statement each, whatever their number."""
+    found = store.list_filtered(conn, **filters)
+    return found, embedded(conn, [p.id for p in found], include)
+
+
+def get_including(
+    conn: Connection, uuid: str, include: frozenset[str]
+) -> tuple[Provider, Embedded]:
+    provider = store.get(conn, uuid)
+    return provider, embedded(conn, [provider.id], include)
+
+
+def embedded(conn: Connection, ids: list[int], include: frozenset[str]) -> Embedded:
+    answer = Embedded()
+    if "inventories" in include or "usages" in include:
+        held = bulk.inventories(conn, ids)
+        if "inventories" in include:
+            answer.inventories = held
+        if "usages" in include:
+            used = bulk.used(conn, ids)
+            answer.usages = {
+                pid: {
+                    inv.resource_class: used.get(pid, {}).get(inv.resource_class, 0)
+                    for inv in held.get(pid, [])
+                }
+                for pid in ids
+            }
+    if "traits" in include:
+        answer.traits = bulk.traits(conn, ids)
+    if "aggregates" in include:
+        answer.aggregates = bulk.aggregates(conn, ids)
+    return answer
 
 
 def create(conn: Connection, name: str, uuid: str, parent_uuid: str | None) -> Provider:

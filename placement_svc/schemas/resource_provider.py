@@ -60,6 +60,18 @@ LIST_QUERY_V1_18 = _query(
     }
 )
 
+# 1.45 (placement-svc's own): include=inventories,traits,aggregates,usages
+LIST_QUERY_V1_45 = _query(
+    {
+        **_BY_NAME,
+        "member_of": _STRING,
+        "resources": _STRING,
+        "in_tree": _QUERY_UUID,
+        "required": _STRING,
+        "include": _STRING,
+    }
+)
+
 
 class Schemas(NamedTuple):
     create: Schema
@@ -73,6 +85,7 @@ _BY_VERSION = [
     (mv.RESOURCES_FILTER, Schemas(CREATE_V1_0, UPDATE_V1_0, LIST_QUERY_V1_4)),
     (mv.NESTED_PROVIDERS, Schemas(CREATE_V1_14, UPDATE_V1_14, LIST_QUERY_V1_14)),
     (mv.PROVIDERS_REQUIRED, Schemas(CREATE_V1_14, UPDATE_V1_14, LIST_QUERY_V1_18)),
+    (mv.PROVIDER_INCLUDE, Schemas(CREATE_V1_14, UPDATE_V1_14, LIST_QUERY_V1_45)),
 ]
 
 

@@ -1,0 +1,94 @@
+"""What a provider's sub-resources hold, for many providers at once: one
+statement each for inventories, traits, aggregates and usages, whatever the
+number of providers (``include=`` on GET /resource_providers, 1.45).
+
+Each answers in the order its single-provider read gives (inventories by
+class name, traits by id, aggregates by uuid), keyed by provider id; a
+provider with none is absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from placement_svc.db import tables
+from placement_svc.db.inventories import FIELDS, Inventory
+
+INV = tables.inventories
+RC = tables.resource_classes
+ALLOC = tables.allocations
+TRAIT = tables.traits
+RPT = tables.resource_provider_traits
+AGG = tables.placement_aggregates
+RPA = tables.resource_provider_aggregates
+
+
+def inventories(conn: Connection, ids: Collection[int]) -> dict[int, list[Inventory]]:
+    found: dict[int, list[Inventory]] = {}
+    if not ids:
+        return found
+    rows = conn.execute(
+        sa.select(INV, RC.c.name.label("rc_name"))
+        .join(RC, RC.c.id == INV.c.resource_class_id)
+        .where(INV.c.resource_provider_id.in_(sorted(ids)))
+        .order_by(INV.c.resource_provider_id, RC.c.name)
+    )
+    for row in rows:
+        found.setdefault(row.resource_provider_id, []).append(
+            Inventory(
+                resource_class=row.rc_name,
+                **{name: getattr(row, name) for name in FIELDS},
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+            )
+        )
+    return found
+
+
+def traits(conn: Connection, ids: Collection[int]) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    if not ids:
+        return found
+    rows = conn.execute(
+        sa.select(RPT.c.resource_provider_id, TRAIT.c.name)
+        .join(TRAIT, TRAIT.c.id == RPT.c.trait_id)
+        .where(RPT.c.resource_provider_id.in_(sorted(ids)))
+        .order_by(RPT.c.resource_provider_id, TRAIT.c.id)
+    )
+    for pid, name in rows:
+        found.setdefault(pid, []).append(name)
+    return found
+
+
+def aggregates(conn: Connection, ids: Collection[int]) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    if not ids:
+        return found
+    rows = conn.execute(
+        sa.select(RPA.c.resource_provider_id, AGG.c.uuid)
+        .join(AGG, AGG.c.id == RPA.c.aggregate_id)
+        .where(RPA.c.resource_provider_id.in_(sorted(ids)))
+        .order_by(RPA.c.resource_provider_id, AGG.c.uuid)
+    )
+    for pid, uuid in rows:
+        found.setdefault(pid, []).append(uuid)
+    return found
+
+
+def used(conn: Connection, ids: Collection[int]) -> dict[int, dict[str, int]]:
+    """provider -> class name -> amount allocated (classes with allocations only)."""
+    found: dict[int, dict[str, int]] = {}
+    if not ids:
+        return found
+    rows = conn.execute(
+        sa.select(ALLOC.c.resource_provider_id, RC.c.name, sa.func.sum(ALLOC.c.used))
+        .join(RC, RC.c.id == ALLOC.c.resource_class_id)
+        .where(ALLOC.c.resource_provider_id.in_(sorted(ids)))
+        .group_by(ALLOC.c.resource_provider_id, RC.c.name)
+    )
+    for pid, name, amount in rows:
+        found.setdefault(pid, {})[name] = int(amount)
+    return found
