@@ -74,8 +74,10 @@ GRANULAR_ISOLATE = _v(42)  # isolate=<suffixes>: anti-affinity of chosen groups
 SAME_SUBTREE_APART = _v(43)  # same_subtree=_X,!_Y: _Y outside _X's subtree
 CANDIDATES_EXPLAIN = _v(44)  # GET /allocation_candidates/explain and /capacity
 PROVIDER_INCLUDE = _v(45)  # include= on GET /resource_providers and /resource_providers/{uuid}
+BULK_ALLOCATIONS = _v(46)  # GET /allocations?consumer_uuid=in: / resource_provider_uuid=in:
+CONDITIONAL_READS = _v(47)  # ETag and If-None-Match (304) on provider-scoped reads
 
-MAX_VERSION = PROVIDER_INCLUDE  # the newest this service can serve
+MAX_VERSION = CONDITIONAL_READS  # the newest this service can serve
 VERSIONS = [f"1.{minor}" for minor in range(MIN_VERSION.minor, MAX_VERSION.minor + 1)]
 
 

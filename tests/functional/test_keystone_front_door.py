@@ -33,7 +33,7 @@ def _client(tmp_path):
 def test_root_is_served_without_a_token(tmp_path):
     answer = _client(tmp_path).get("/")
     assert answer.status_code == 200
-    assert answer.json()["versions"][0]["max_version"] == "1.45"
+    assert answer.json()["versions"][0]["max_version"] == "1.47"
 
 
 def test_other_paths_need_a_keystone_token(tmp_path):
