@@ -8,7 +8,7 @@ import logging
 import falcon
 from oslo_middleware import cors
 
-from placement_svc import accept, auth, errors, middleware, policy, requestlog, web
+from placement_svc import accept, auth, conditional, errors, middleware, policy, requestlog, web
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
@@ -183,7 +183,9 @@ def _handle_unexpected(req, resp, ex, _params):
 
 def create_falcon_app(db: Database, conf, enforcer=None) -> falcon.App:
     plumbing = middleware.Plumbing(enforcer, mv.served_up_to(conf.api.max_microversion))
-    app = falcon.App(middleware=[plumbing], media_type="application/json")
+    app = falcon.App(
+        middleware=[plumbing, conditional.ConditionalReads()], media_type="application/json"
+    )
     app.req_options.keep_blank_qs_values = True
     app.req_options.auto_parse_qs_csv = False
     # Bodiless answers (201 on create, 204) carry no Content-Type, as upstream.
