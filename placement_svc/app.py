@@ -75,7 +75,7 @@ def route_table(db, conf) -> list[tuple[str, dict]]:
             "/resource_providers/{uuid}/traits",
             {"GET": rp_traits.list, "PUT": rp_traits.replace, "DELETE": rp_traits.delete},
         ),
-        ("/allocations", {"POST": allocs.post_many}),
+        ("/allocations", {"POST": allocs.post_many, "GET": allocs.list_many}),
         (
             "/allocations/{consumer_uuid}",
             {"GET": allocs.show, "PUT": allocs.replace, "DELETE": allocs.delete},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid as uuidlib
 from functools import partial
 
@@ -41,6 +42,78 @@ def _words(fact: Exception, action: str, consumer_uuid: str = "") -> errors.Plac
     return write_words(fact, CHANGED_WHILE_ALLOCATING)
 
 
+def consumer_body(consumer, found, version) -> dict:
+    """The body of GET /allocations/{consumer} at ``version``: ``{"allocations":
+    {}}`` alone for a consumer without allocations."""
+    by_provider: dict[str, dict] = {}
+    for alloc in found:
+        entry = by_provider.setdefault(alloc.provider_uuid, {"resources": {}})
+        entry["resources"][alloc.resource_class] = alloc.used
+        entry["generation"] = alloc.provider_generation
+    body: dict = {"allocations": by_provider}
+    if found and version >= mv.ALLOCATIONS_DICT:
+        body["project_id"] = consumer.project_id
+        body["user_id"] = consumer.user_id
+        if version >= mv.CONSUMER_GENERATION:
+            body["consumer_generation"] = consumer.generation
+        if version >= mv.CONSUMER_TYPES:
+            body["consumer_type"] = consumer.type_name
+    return body
+
+
+# GET /allocations (1.46): the three ways to say whose allocations to read.
+CONSUMERS, PROVIDERS, TREE = "consumer_uuid", "resource_provider_uuid", "in_tree"
+MAX_BULK_UUIDS = 1000
+_DASHED_UUID = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+
+
+def _bad_query(problem: str, code: str = errors.QUERYPARAM_BAD_VALUE) -> errors.BadRequest:
+    return errors.BadRequest(f"Invalid query string parameters: {problem}", code=code)
+
+
+def bulk_query(params: dict[str, list[str]]) -> tuple[str, list[str]]:
+    """(the form, its uuids): exactly one of consumer_uuid and
+    resource_provider_uuid (a uuid, or in: and up to 1000 of them, duplicates
+    counted once) or in_tree (one uuid), given once. Consumer uuids keep the
+    client's spelling (the answer's keys); provider uuids are made canonical."""
+    given = [name for name in (CONSUMERS, PROVIDERS, TREE) if name in params]
+    if len(given) != 1:
+        problem = "none" if not given else " and ".join(given)
+        raise _bad_query(
+            f"GET /allocations needs exactly one of {CONSUMERS}, {PROVIDERS} or {TREE}; "
+            f"got {problem}.",
+            errors.QUERYPARAM_MISSING_VALUE if not given else errors.QUERYPARAM_BAD_VALUE,
+        )
+    form = given[0]
+    if len(params[form]) > 1:
+        raise _bad_query(
+            f"{form} is given {len(params[form])} times; give it once "
+            f"(several uuids: {form}=in:UUID1,UUID2).",
+            errors.ILLEGAL_DUPLICATE_QUERYPARAM,
+        )
+    value = params[form][0]
+    if form == TREE:
+        if not _DASHED_UUID.match(value.strip()):
+            raise _bad_query(f"Expected '{TREE}' to be a uuid. Got: {value!r}")
+        return form, [str(uuidlib.UUID(value.strip()))]
+    items = [item.strip() for item in value.removeprefix("in:").split(",")]
+    for item in items:
+        if not _DASHED_UUID.match(item):
+            raise _bad_query(
+                f"Expected '{form}' to be a uuid or 'in:' and a comma-separated list of uuids. "
+                f"Got {item!r} in {value!r}."
+            )
+    uuids = list(
+        dict.fromkeys(items if form == CONSUMERS else [str(uuidlib.UUID(i)) for i in items])
+    )
+    if len(uuids) > MAX_BULK_UUIDS:
+        raise _bad_query(
+            f"'{form}' names {len(uuids)} uuids; at most {MAX_BULK_UUIDS} are allowed "
+            "per request: split the read."
+        )
+    return form, uuids
+
+
 class Allocations:
     def __init__(self, db, conf):
         self.db = db
@@ -53,21 +126,29 @@ class Allocations:
         req.context.placement.can(policies.ALLOC_LIST)
         version = web.version(req)
         consumer, found = self.db.read(partial(ops.for_consumer, consumer_uuid=consumer_uuid))
-        by_provider: dict[str, dict] = {}
-        for alloc in found:
-            entry = by_provider.setdefault(alloc.provider_uuid, {"resources": {}})
-            entry["resources"][alloc.resource_class] = alloc.used
-            entry["generation"] = alloc.provider_generation
-        body: dict = {"allocations": by_provider}
-        if found and version >= mv.ALLOCATIONS_DICT:
-            body["project_id"] = consumer.project_id
-            body["user_id"] = consumer.user_id
-            if version >= mv.CONSUMER_GENERATION:
-                body["consumer_generation"] = consumer.generation
-            if version >= mv.CONSUMER_TYPES:
-                body["consumer_type"] = consumer.type_name
-        web.render(resp, body)
+        web.render(resp, consumer_body(consumer, found, version))
         web.cache_headers(req, resp, web.newest(found))
+
+    def list_many(self, req, resp):
+        """GET /allocations (1.46): several consumers' bodies of
+        GET /allocations/{consumer}, keyed by consumer uuid, in one read.
+        Before 1.46 the URL has POST only, and GET is the 405 it always was."""
+        version = web.version(req)
+        if version < mv.BULK_ALLOCATIONS:
+            raise errors.MethodNotAllowed(req.method, ["POST"])
+        web.check_accept(req)
+        req.context.placement.can(policies.ALLOC_LIST)
+        form, uuids = bulk_query(web.query(req, schema.LIST_QUERY_V1_46))
+        if form == CONSUMERS:
+            work = partial(ops.for_consumers, consumer_uuids=uuids)
+        elif form == PROVIDERS:
+            work = partial(ops.for_providers, provider_uuids=uuids)
+        else:
+            work = partial(ops.for_providers, in_tree=uuids[0])
+        held = self.db.read(work)
+        body = {uuid: consumer_body(c, found, version) for uuid, (c, found) in held.items()}
+        web.render(resp, {"allocations": body})
+        web.cache_headers(req, resp, web.newest(a for _c, found in held.values() for a in found))
 
     def for_provider(self, req, resp, uuid):
         web.check_accept(req)

@@ -141,6 +141,67 @@ def for_provider(conn: Connection, provider_id: int) -> list[Allocation]:
     return [_record(row) for row in rows]
 
 
+def _select_with_consumers() -> sa.Select:
+    """The allocations with their consumers' owners and types, in one statement:
+    what a bulk read needs, whatever the number of consumers."""
+    consumer, project, user = consumers.CONSUMER, consumers.PROJECT, consumers.USER
+    kind = consumers.CONSUMER_TYPE
+    query = _select().add_columns(
+        consumer.c.id,
+        consumer.c.uuid,
+        consumer.c.generation,
+        consumer.c.project_id.label("project_pk"),
+        consumer.c.user_id.label("user_pk"),
+        consumer.c.consumer_type_id,
+        project.c.external_id.label("project_external_id"),
+        user.c.external_id.label("user_external_id"),
+        kind.c.name.label("consumer_type"),
+    )
+    return (
+        query.join(project, project.c.id == consumer.c.project_id)
+        .join(user, user.c.id == consumer.c.user_id)
+        .outerjoin(kind, kind.c.id == consumer.c.consumer_type_id)
+    )
+
+
+Holdings = dict[str, tuple[Consumer, list[Allocation]]]
+
+
+def _holdings(conn: Connection, condition: sa.ColumnElement[bool]) -> Holdings:
+    """{consumer uuid (as stored): (consumer, its allocations)}, consumers in
+    the order of their first allocation."""
+    found: Holdings = {}
+    for row in conn.execute(_select_with_consumers().where(condition)):
+        entry = found.setdefault(row.consumer_id, (consumers.record(row), []))
+        entry[1].append(_record(row))
+    return found
+
+
+def for_consumers(conn: Connection, consumer_uuids: list[str]) -> Holdings:
+    """Bulk GET /allocations?consumer_uuid=: one statement for any number."""
+    wanted = [uuid for uuid in consumer_uuids if _nameable(uuid)]
+    if not wanted:
+        return {}
+    return _holdings(conn, ALLOC.c.consumer_id.in_(wanted))
+
+
+def for_providers(
+    conn: Connection, provider_uuids: list[str] | None = None, in_tree: str | None = None
+) -> Holdings:
+    """Every consumer holding allocations against the providers (or against
+    any provider of ``in_tree``'s tree), each with all its allocations,
+    theirs elsewhere included: one statement. Unknown providers match nothing."""
+    held, holder = ALLOC.alias("held"), RP.alias("holder")
+    holding = sa.select(held.c.consumer_id).join(holder, holder.c.id == held.c.resource_provider_id)
+    if in_tree is not None:
+        tree = RP.alias("tree")
+        root = sa.select(tree.c.root_provider_id).where(tree.c.uuid == in_tree)
+        holding = holding.where(holder.c.root_provider_id.in_(root))
+    else:
+        holding = holding.where(holder.c.uuid.in_(provider_uuids or []))
+    return _holdings(conn, ALLOC.c.consumer_id.in_(holding))
+
+
 def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
     """DELETE /allocations/{consumer}: no generations involved, as upstream."""
     if not _nameable(consumer_uuid):

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from placement_svc.db import allocations as store
 from placement_svc.db import providers
 from placement_svc.db.allocations import Allocation, Wanted
+from placement_svc.db.consumers import Consumer
 from placement_svc.db.exceptions import ConcurrentUpdate
 from placement_svc.db.providers import Provider
 from placement_svc.ops.exceptions import NoAllocations
@@ -32,6 +33,31 @@ for_consumer = store.for_consumer
 def for_provider(conn: Connection, uuid: str) -> tuple[Provider, list[Allocation]]:
     provider = providers.get(conn, uuid)
     return provider, store.for_provider(conn, provider.id)
+
+
+Holding = tuple[Consumer | None, list[Allocation]]
+
+
+def for_consumers(conn: Connection, consumer_uuids: list[str]) -> dict[str, Holding]:
+    """GET /allocations?consumer_uuid= (1.46): each uuid asked, as spelled,
+    with its consumer and allocations ``(None, [])`` when it has none, as
+    the single read. A uuid asked in capitals also finds a consumer stored
+    in lower case (as PUT stores it); beyond that the database compares, as
+    for the single read (POST /allocations keeps the client's spelling)."""
+    asked = list(dict.fromkeys(consumer_uuids))
+    found = store.for_consumers(conn, list(dict.fromkeys(asked + [u.lower() for u in asked])))
+    by_lower = {uuid.lower(): holding for uuid, holding in found.items()}
+    return {uuid: found.get(uuid) or by_lower.get(uuid.lower()) or (None, []) for uuid in asked}
+
+
+def for_providers(
+    conn: Connection, provider_uuids: list[str] | None = None, in_tree: str | None = None
+) -> dict[str, Holding]:
+    """GET /allocations?resource_provider_uuid= or ?in_tree= (1.46): every
+    consumer with allocations against those providers, with all of its
+    allocations. An unknown provider (or tree) matches nothing, as
+    GET /resource_providers?in_tree= of one answers an empty list."""
+    return dict(store.for_providers(conn, provider_uuids=provider_uuids, in_tree=in_tree))
 
 
 def write(

@@ -19,7 +19,15 @@ rules = [
         "Write the allocations of several consumers at once.",
         "POST /allocations",
     ),
-    api_rule(ALLOC_LIST, ADMIN_OR_SERVICE, "Show a consumer's allocations.", f"GET {OF_CONSUMER}"),
+    api_rule(
+        ALLOC_LIST,
+        ADMIN_OR_SERVICE,
+        "Show a consumer's allocations, or (from microversion 1.46, GET "
+        "/allocations) those of several consumers at once: named by uuid, or "
+        "every consumer holding allocations against given providers or a tree.",
+        f"GET {OF_CONSUMER}",
+        "GET /allocations",
+    ),
     api_rule(
         ALLOC_UPDATE, ADMIN_OR_SERVICE, "Replace a consumer's allocations.", f"PUT {OF_CONSUMER}"
     ),

@@ -6,6 +6,7 @@ that follow. The body of PUT changed at 1.8 (project and user required),
 allocations delete), 1.34 (mappings, accepted and ignored) and 1.38
 (consumer type). POST /allocations (from 1.13) takes one PUT-like body per
 consumer, keyed by consumer uuid, where allocations may always be empty.
+GET /allocations (from 1.46) has a query string: which consumers to read.
 """
 
 from typing import NamedTuple
@@ -178,6 +179,23 @@ POST_V1_13 = Schema(by_consumer(CONSUMER_V1_13))
 POST_V1_28 = Schema(by_consumer(CONSUMER_V1_28))
 POST_V1_34 = Schema(by_consumer(CONSUMER_V1_34))
 POST_V1_38 = Schema(by_consumer(CONSUMER_V1_38))
+
+
+# GET /allocations (1.46): which consumers' allocations to read; exactly one
+# of the three, each a uuid or in:<uuid>,<uuid>,... (in_tree: one uuid),
+# checked by the handler, which words each problem. The URL has no GET before
+# 1.46 and one query since, so this schema is not in the table below.
+LIST_QUERY_V1_46 = Schema(
+    {
+        "type": "object",
+        "properties": {
+            "consumer_uuid": {"type": "string"},
+            "resource_provider_uuid": {"type": "string"},
+            "in_tree": {"type": "string"},
+        },
+        "additionalProperties": False,
+    }
+)
 
 
 class Schemas(NamedTuple):
