@@ -75,7 +75,11 @@ def route_table(db, conf) -> list[tuple[str, dict]]:
             "/resource_providers/{uuid}/traits",
             {"GET": rp_traits.list, "PUT": rp_traits.replace, "DELETE": rp_traits.delete},
         ),
-        ("/allocations", {"POST": allocs.post_many, "GET": allocs.list_many}),
+        # GET from 1.46 (ours); before it, the 405 allowing POST upstream answers
+        (
+            "/allocations",
+            {"POST": allocs.post_many, "GET": (allocs.list_many, mv.BULK_ALLOCATIONS)},
+        ),
         (
             "/allocations/{consumer_uuid}",
             {"GET": allocs.show, "PUT": allocs.replace, "DELETE": allocs.delete},
@@ -99,27 +103,49 @@ def route_table(db, conf) -> list[tuple[str, dict]]:
 
 
 # In a route's handlers: the microversion the URL appears at, for a URL of
-# placement-svc's own (its handlers check it themselves).
+# placement-svc's own (its handlers check it themselves). A method of our
+# own on an upstream URL is given as (handler, the microversion it appears at).
 SINCE = "since"
 
 
 class _Resource:
     """Binds one URL's handlers to falcon responders. Every other method, OPTIONS
-    included (falcon would answer that one itself), is a 405 naming the allowed
-    ones; a 404 before the microversion a URL of our own appears at."""
+    included (falcon would answer that one itself), is a 405 naming the methods
+    allowed at the request's microversion; a 404 before the microversion a URL
+    of our own appears at."""
 
     def __init__(self, handlers: dict):
         handlers = dict(handlers)
         self.since = handlers.pop(SINCE, None)
-        self.allowed = list(handlers)
+        # method -> the microversion it appears at (None: always there)
+        self.methods = {
+            method: entry[1] if isinstance(entry, tuple) else None
+            for method, entry in handlers.items()
+        }
         for method in falcon.COMBINED_METHODS:
-            handler = handlers.get(method, self._not_allowed)
+            entry = handlers.get(method)
+            if entry is None:
+                handler = self._not_allowed
+            elif isinstance(entry, tuple):
+                handler = self._from(entry[0], entry[1])
+            else:
+                handler = entry
             setattr(self, "on_" + method.lower(), handler)
+
+    def _from(self, handler, feature):
+        def guarded(req, resp, **params):
+            if web.version(req) < feature:
+                return self._not_allowed(req, resp, **params)
+            return handler(req, resp, **params)
+
+        return guarded
 
     def _not_allowed(self, req, resp, **_params):
         if self.since is not None:
             web.require_version(req, self.since)
-        raise errors.MethodNotAllowed(req.method, self.allowed)
+        version = web.version(req)
+        allowed = [m for m, since in self.methods.items() if since is None or version >= since]
+        raise errors.MethodNotAllowed(req.method, allowed)
 
 
 def render_error(req, resp, error: errors.PlacementError) -> None:

@@ -84,6 +84,10 @@ def serve(conf, args) -> None:
         "workers": args.workers,
         "proc_name": PROG,
         "accesslog": None,  # placement_svc.requests logs every request instead
+        # gunicorn's own cap on the request line (4094 bytes, at most 8190)
+        # is off: the application's (middleware.MAX_URL_LENGTH) answers a
+        # longer URL with a JSON 414, and lets a bulk read name 1000 uuids.
+        "limit_request_line": 0,
         "logconfig_dict": logging_config(args),
     }
     _Gunicorn(conf, args.prefix, options).run()

@@ -2,11 +2,9 @@
 SQL statements: counted for 10 consumers and for 1000, in each of its three
 forms, on every backend. And naming more than 1000 uuids is a 400.
 
-A query string naming 1000 consumers (37,000 characters) is longer than the
-service takes (middleware.MAX_URL_LENGTH, 16,384: a 414), so over HTTP the
-consumer form is counted with as many consumers as fit (400) and the unit of
-work behind it with all 1000; the provider forms read all 1000 consumers
-over HTTP with a few uuids."""
+A query string naming 1000 consumers (37,000 characters) fits in a URL the
+service takes (middleware.MAX_URL_LENGTH); one naming 1001 is the 400 that
+names the limit, over HTTP too."""
 
 from __future__ import annotations
 
@@ -23,7 +21,7 @@ from placement_svc.ops import allocations as ops
 from tests.functional import fixtures
 
 HEADERS = {**fixtures.ADMIN_HEADERS, "openstack-api-version": "placement 1.46"}
-FIT_IN_A_URL = 400  # consumer uuids a query string can name under the URL cap
+MOST = 1000  # consumer uuids one request may name
 
 
 def _provider(client, name, inventory, parent=None) -> str:
@@ -72,7 +70,7 @@ def _build(client, consumers: int) -> dict:
 
 def _queries(cloud: dict) -> dict[str, tuple[str, int]]:
     """Each form: its query and how many consumers it answers."""
-    named = cloud["consumers"][: FIT_IN_A_URL - 1] + [str(uuid.uuid4())]  # one without
+    named = cloud["consumers"][: MOST - 1] + [str(uuid.uuid4())]  # one without
     everyone = len(cloud["consumers"])
     return {
         "consumer_uuid": ("consumer_uuid=in:" + ",".join(named), len(named)),
@@ -148,8 +146,10 @@ def test_more_than_1000_uuids_is_a_400_naming_the_limit(form):
     assert len(bulk_query({form: ["in:" + ",".join([*many[:1000], many[0]])]})[1]) == 1000
 
 
-def test_over_http_the_url_cap_comes_first(test_db):
-    """1001 uuids do not fit in a URL the service takes: a 414, before the 400."""
+def test_over_http_1001_uuids_are_the_400_naming_the_limit(test_db):
+    """1001 uuids fit in a URL the service takes: the 400 answers, not a 414."""
     client = fixtures.api_client(app.create_app(fixtures.make_conf(), test_db.db), HEADERS)
-    many = ",".join(str(uuid.uuid4()) for _ in range(1001))
-    assert client.get(f"/allocations?consumer_uuid=in:{many}").status_code == 414
+    many = ",".join(str(uuid.uuid4()) for _ in range(MOST + 1))
+    answer = client.get(f"/allocations?consumer_uuid=in:{many}")
+    assert answer.status_code == 400, answer.text
+    assert "names 1001 uuids; at most 1000 are allowed per request" in answer.text
