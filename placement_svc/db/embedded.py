@@ -49,32 +49,33 @@ def inventories(conn: Connection, ids: Collection[int]) -> dict[int, list[Invent
 
 
 def traits(conn: Connection, ids: Collection[int]) -> dict[int, list[str]]:
-    found: dict[int, list[str]] = {}
-    if not ids:
-        return found
-    rows = conn.execute(
-        sa.select(RPT.c.resource_provider_id, TRAIT.c.name)
-        .join(TRAIT, TRAIT.c.id == RPT.c.trait_id)
-        .where(RPT.c.resource_provider_id.in_(sorted(ids)))
-        .order_by(RPT.c.resource_provider_id, TRAIT.c.id)
-    )
-    for pid, name in rows:
-        found.setdefault(pid, []).append(name)
-    return found
+    return _listed(conn, ids, RPT, TRAIT.c.name, TRAIT.c.id == RPT.c.trait_id, TRAIT.c.id)
 
 
 def aggregates(conn: Connection, ids: Collection[int]) -> dict[int, list[str]]:
+    return _listed(conn, ids, RPA, AGG.c.uuid, AGG.c.id == RPA.c.aggregate_id, AGG.c.uuid)
+
+
+def _listed(
+    conn: Connection,
+    ids: Collection[int],
+    link: sa.Table,
+    value: sa.ColumnElement,
+    joined: sa.ColumnElement[bool],
+    order: sa.ColumnElement,
+) -> dict[int, list[str]]:
+    """provider -> ``value`` of each row linked to it through ``link``."""
     found: dict[int, list[str]] = {}
     if not ids:
         return found
     rows = conn.execute(
-        sa.select(RPA.c.resource_provider_id, AGG.c.uuid)
-        .join(AGG, AGG.c.id == RPA.c.aggregate_id)
-        .where(RPA.c.resource_provider_id.in_(sorted(ids)))
-        .order_by(RPA.c.resource_provider_id, AGG.c.uuid)
+        sa.select(link.c.resource_provider_id, value)
+        .join_from(link, value.table, joined)
+        .where(link.c.resource_provider_id.in_(sorted(ids)))
+        .order_by(link.c.resource_provider_id, order)
     )
-    for pid, uuid in rows:
-        found.setdefault(pid, []).append(uuid)
+    for pid, name in rows:
+        found.setdefault(pid, []).append(name)
     return found
 
 
