@@ -144,24 +144,7 @@ def for_provider(conn: Connection, provider_id: int) -> list[Allocation]:
 def _select_with_consumers() -> sa.Select:
     """The allocations with their consumers' owners and types, in one statement:
     what a bulk read needs, whatever the number of consumers."""
-    consumer, project, user = consumers.CONSUMER, consumers.PROJECT, consumers.USER
-    kind = consumers.CONSUMER_TYPE
-    query = _select().add_columns(
-        consumer.c.id,
-        consumer.c.uuid,
-        consumer.c.generation,
-        consumer.c.project_id.label("project_pk"),
-        consumer.c.user_id.label("user_pk"),
-        consumer.c.consumer_type_id,
-        project.c.external_id.label("project_external_id"),
-        user.c.external_id.label("user_external_id"),
-        kind.c.name.label("consumer_type"),
-    )
-    return (
-        query.join(project, project.c.id == consumer.c.project_id)
-        .join(user, user.c.id == consumer.c.user_id)
-        .outerjoin(kind, kind.c.id == consumer.c.consumer_type_id)
-    )
+    return consumers.with_owners(_select().add_columns(*consumers.owner_columns()))
 
 
 Holdings = dict[str, tuple[Consumer, list[Allocation]]]

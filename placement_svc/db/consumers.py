@@ -57,8 +57,10 @@ class Owner:
     consumer_type_id: int | None  # None: keep whatever the consumer has
 
 
-def _select() -> sa.Select:
-    return sa.select(
+def owner_columns() -> list[sa.ColumnElement]:
+    """A consumer's columns as ``record`` reads them, with its project's and
+    user's external ids and its type's name (join them with ``with_owners``)."""
+    return [
         CONSUMER.c.id,
         CONSUMER.c.uuid,
         CONSUMER.c.generation,
@@ -68,11 +70,20 @@ def _select() -> sa.Select:
         PROJECT.c.external_id.label("project_external_id"),
         USER.c.external_id.label("user_external_id"),
         CONSUMER_TYPE.c.name.label("consumer_type"),
-    ).select_from(
-        CONSUMER.join(PROJECT, PROJECT.c.id == CONSUMER.c.project_id)
+    ]
+
+
+def with_owners(query: sa.Select) -> sa.Select:
+    """``query`` (which reads CONSUMER) joined with what ``owner_columns`` reads."""
+    return (
+        query.join(PROJECT, PROJECT.c.id == CONSUMER.c.project_id)
         .join(USER, USER.c.id == CONSUMER.c.user_id)
         .outerjoin(CONSUMER_TYPE, CONSUMER_TYPE.c.id == CONSUMER.c.consumer_type_id)
     )
+
+
+def _select() -> sa.Select:
+    return with_owners(sa.select(*owner_columns()).select_from(CONSUMER))
 
 
 def record(row: sa.Row) -> Consumer:

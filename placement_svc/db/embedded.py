@@ -14,8 +14,9 @@ from collections.abc import Collection
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from placement_svc.db import inventories as inventories_store
 from placement_svc.db import tables
-from placement_svc.db.inventories import FIELDS, Inventory
+from placement_svc.db.inventories import Inventory
 
 INV = tables.inventories
 RC = tables.resource_classes
@@ -37,14 +38,7 @@ def inventories(conn: Connection, ids: Collection[int]) -> dict[int, list[Invent
         .order_by(INV.c.resource_provider_id, RC.c.name)
     )
     for row in rows:
-        found.setdefault(row.resource_provider_id, []).append(
-            Inventory(
-                resource_class=row.rc_name,
-                **{name: getattr(row, name) for name in FIELDS},
-                created_at=row.created_at,
-                updated_at=row.updated_at,
-            )
-        )
+        found.setdefault(row.resource_provider_id, []).append(inventories_store.record(row))
     return found
 
 

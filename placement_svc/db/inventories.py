@@ -66,15 +66,17 @@ def list_for(conn: Connection, provider_id: int) -> list[Inventory]:
         .where(INV.c.resource_provider_id == provider_id)
         .order_by(RC.c.name)
     )
-    return [
-        Inventory(
-            resource_class=row.rc_name,
-            **{name: getattr(row, name) for name in FIELDS},
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-        )
-        for row in rows
-    ]
+    return [record(row) for row in rows]
+
+
+def record(row: sa.Row) -> Inventory:
+    """An inventory row read with its class's name as ``rc_name``."""
+    return Inventory(
+        resource_class=row.rc_name,
+        **{name: getattr(row, name) for name in FIELDS},
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
 
 
 def usage_by_class(conn: Connection, provider_id: int) -> dict[int, int]:
