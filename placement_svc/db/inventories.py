@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
+import sys
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from placement_svc.db import names, tables
-from placement_svc.db.exceptions import InventoryInUse, UnknownResourceClass
+from placement_svc.db.exceptions import InventoryInUse, UnknownResourceClass, UnstorableValue
 from placement_svc.db.providers import Provider, bump_generation
 
 LOG = logging.getLogger(__name__)
@@ -43,7 +45,14 @@ class Inventory:
 
     @property
     def capacity(self) -> int:
-        return int((self.total - self.reserved) * self.allocation_ratio)
+        """int((total - reserved) * allocation_ratio), as upstream. The schema
+        sets no lower bound on the ratio, and one far below zero (-1e308)
+        overflows the product to -inf, which int() refuses: such a capacity
+        is as negative as a float can say, which is all a rule asks of it."""
+        product = (self.total - self.reserved) * self.allocation_ratio
+        if math.isinf(product):
+            return int(math.copysign(sys.float_info.max, product))
+        return int(product)
 
     @property
     def modified(self) -> datetime.datetime | None:
@@ -54,8 +63,14 @@ class Inventory:
 
 
 def with_defaults(resource_class: str, data: dict) -> Inventory:
+    """An inventory record from a body's fields. An allocation_ratio of NaN
+    or -Infinity (JSON as Python reads it, and the schema's "number" and
+    maximum let both through) is a number no backend stores."""
     values = {**DEFAULTS, **{k: v for k, v in data.items() if k in FIELDS}}
-    values["allocation_ratio"] = float(values["allocation_ratio"])
+    ratio = float(values["allocation_ratio"])
+    if not math.isfinite(ratio):
+        raise UnstorableValue(f"allocation_ratio {ratio} is not a finite number")
+    values["allocation_ratio"] = ratio
     return Inventory(resource_class=resource_class, **values)
 
 
