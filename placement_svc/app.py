@@ -197,6 +197,8 @@ def _handle_database_fact(req, resp, ex, _params):
     """What the unit of work (db/engine.py) may report to any handler, worded once."""
     if isinstance(ex, UnstorableValue):
         error = errors.BadRequest("The request contains a value the database cannot store.")
+    elif ex.unreachable:
+        error = errors.ServiceUnavailable("The database cannot be reached; please retry later.")
     else:
         error = errors.ServiceUnavailable("The database is busy; please retry the request.")
     render_error(req, resp, error)

@@ -79,7 +79,10 @@ def _read(conf, work):
             return database.read(work)
         except DatabaseUnavailable as exc:
             shown = shown_url(conf.placement_database.connection)
-            raise Failure(f"database {shown}: busy, gave up after {exc.attempts} attempts") from exc
+            state = "unreachable" if exc.unreachable else "busy"
+            raise Failure(
+                f"database {shown}: {state}, gave up after {exc.attempts} attempts"
+            ) from exc
 
 
 def _print(args, body, as_text) -> None:

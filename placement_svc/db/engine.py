@@ -29,11 +29,6 @@ from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# MySQL/MariaDB: deadlock, lock wait timeout, server gone, lost connection.
-_MYSQL_RETRY_CODES = {1213, 1205, 2006, 2013}
-# PostgreSQL SQLSTATEs: serialization failure, deadlock.
-_PG_RETRY_STATES = {"40001", "40P01"}
-
 
 def normalize_url(url: str) -> str:
     """Pick an installed driver when the URL names only the database.
@@ -108,32 +103,61 @@ def _sqlite_engine(url: str, db_conf: Any) -> Engine:
     return engine
 
 
+# Why a transaction is run again: deadlock, serialization, lock (a lock wait
+# that timed out, SQLite's "database is locked"), lost_connection, or
+# unreachable (no connection could be made; see Database._run).
+# MySQL/MariaDB error codes: deadlock, lock wait timeout, server gone, lost
+# connection; PostgreSQL SQLSTATEs: serialization failure, deadlock.
+_MYSQL_REASONS = {1213: "deadlock", 1205: "lock", 2006: "lost_connection", 2013: "lost_connection"}
+_PG_REASONS = {"40001": "serialization", "40P01": "deadlock"}
+
+
 def is_retryable(exc: BaseException) -> bool:
     """True for failures where re-running the whole transaction may succeed."""
+    return retry_reason(exc) is not None
+
+
+def retry_reason(exc: BaseException) -> str | None:
+    """Why re-running the whole transaction may succeed (see _MYSQL_REASONS),
+    or None when it would fail again."""
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
+        return "lost_connection"
     if not isinstance(exc, OperationalError | DBAPIError):
-        return False
+        return None
     orig = getattr(exc, "orig", None)
     if orig is None:
-        return False
+        return None
     state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    if state in _PG_RETRY_STATES:
-        return True
+    if state in _PG_REASONS:
+        return _PG_REASONS[state]
     args = getattr(orig, "args", ())
-    if args and isinstance(args[0], int) and args[0] in _MYSQL_RETRY_CODES:
-        return True
+    if args and isinstance(args[0], int) and args[0] in _MYSQL_REASONS:
+        return _MYSQL_REASONS[args[0]]
     text = str(orig).lower()
-    return "database is locked" in text or "database table is locked" in text
+    if "database is locked" in text or "database table is locked" in text:
+        return "lock"
+    return None
+
+
+# Times a unit of work tries again to connect to a database that refused
+# its connection, before the request fails with 503.
+CONNECT_RETRIES = 1
 
 
 class Database:
     """An engine plus the transaction discipline every request follows."""
 
-    def __init__(self, engine: Engine, max_retries: int = 20):
+    def __init__(
+        self,
+        engine: Engine,
+        max_retries: int = 20,
+        on_retry: Callable[[str], None] | None = None,
+    ):
         self.engine = engine
         self.max_retries = max_retries
         self.backend = engine.dialect.name
+        # Told the reason (see retry_reason) each time a unit of work runs again.
+        self.on_retry = on_retry
 
     def read(self, fn: Callable[[Connection], T]) -> T:
         return self._run(fn, write=False)
@@ -144,8 +168,10 @@ class Database:
     def _run(self, fn: Callable[[Connection], T], write: bool) -> T:
         attempt = 0
         while True:
+            connected = False
             try:
                 with self.engine.connect() as conn:
+                    connected = True
                     if self.backend == "sqlite":
                         conn.info["sqlite_begin"] = "IMMEDIATE" if write else "DEFERRED"
                     with conn.begin():
@@ -156,11 +182,22 @@ class Database:
                 LOG.info("database refused a value: %s", exc.orig)
                 raise UnstorableValue(str(exc.orig)) from exc
             except DBAPIError as exc:
-                if not is_retryable(exc) or attempt >= self.max_retries:
-                    if is_retryable(exc):
-                        LOG.warning("giving up after %d retries: %s", attempt, exc)
-                        raise DatabaseUnavailable(attempt + 1) from exc
+                reason = retry_reason(exc)
+                if reason is None and not connected:
+                    # Refused, unresolvable, or a file that cannot be opened: try
+                    # once more (a failover may be under way), then give up
+                    # rather than keep the request waiting on retries.
+                    if attempt >= min(self.max_retries, CONNECT_RETRIES):
+                        LOG.warning("cannot connect to the database: %s", exc.orig)
+                        raise DatabaseUnavailable(attempt + 1, unreachable=True) from exc
+                    reason = "unreachable"
+                if reason is None:
                     raise
+                if attempt >= self.max_retries:
+                    LOG.warning("giving up after %d retries: %s", attempt, exc)
+                    raise DatabaseUnavailable(attempt + 1) from exc
+                if self.on_retry is not None:
+                    self.on_retry(reason)
                 attempt += 1
                 LOG.info("retrying transaction (attempt %d) after: %s", attempt, exc.orig)
                 time.sleep(min(0.5, 0.01 * 2**attempt) * random.random())

@@ -196,6 +196,8 @@ class UnstorableValue(DomainError):
 @dataclass(eq=False)
 class DatabaseUnavailable(DomainError):
     """Retryable failures (deadlocks, lock timeouts, lost connections) went
-    on past the configured number of retries."""
+    on past the configured number of retries; or, ``unreachable``, no
+    connection to the database could be made."""
 
     attempts: int
+    unreachable: bool = False

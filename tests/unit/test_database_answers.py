@@ -41,6 +41,11 @@ def _client(fact: Exception) -> httpx.Client:
     [
         (UnstorableValue("NUL"), 400, "The request contains a value the database cannot store."),
         (DatabaseUnavailable(21), 503, "The database is busy; please retry the request."),
+        (
+            DatabaseUnavailable(2, unreachable=True),
+            503,
+            "The database cannot be reached; please retry later.",
+        ),
     ],
 )
 @pytest.mark.parametrize(

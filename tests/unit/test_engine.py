@@ -8,7 +8,13 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from placement_svc.db.engine import Database, create_engine, is_retryable, normalize_url
+from placement_svc.db.engine import (
+    Database,
+    create_engine,
+    is_retryable,
+    normalize_url,
+    retry_reason,
+)
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
 
 
@@ -29,6 +35,24 @@ def test_sqlite_lock_mysql_deadlock_and_pg_serialization_are_retryable():
     assert is_retryable(_operational(pg))
 
 
+def test_each_retry_has_a_reason_for_the_metrics():
+    def pg(state):
+        error = Exception("pg")
+        error.sqlstate = state
+        return _operational(error)
+
+    assert retry_reason(_operational(sqlite3.OperationalError("database is locked"))) == "lock"
+    assert retry_reason(_operational(_MySQLError(1205, "Lock wait timeout"))) == "lock"
+    assert retry_reason(_operational(_MySQLError(1213, "Deadlock found"))) == "deadlock"
+    assert retry_reason(_operational(_MySQLError(2006, "gone away"))) == "lost_connection"
+    assert retry_reason(_operational(_MySQLError(2013, "Lost connection"))) == "lost_connection"
+    assert retry_reason(pg("40P01")) == "deadlock"
+    assert retry_reason(pg("40001")) == "serialization"
+    invalidated = OperationalError("stmt", {}, Exception("closed"), connection_invalidated=True)
+    assert retry_reason(invalidated) == "lost_connection"
+    assert retry_reason(_operational(sqlite3.OperationalError("no such table: x"))) is None
+
+
 def test_integrity_and_syntax_errors_are_not_retryable():
     assert not is_retryable(IntegrityError("stmt", {}, sqlite3.IntegrityError("UNIQUE")))
     assert not is_retryable(_operational(sqlite3.OperationalError("no such table: x")))
@@ -36,7 +60,10 @@ def test_integrity_and_syntax_errors_are_not_retryable():
 
 
 def test_write_reruns_the_whole_function_after_a_lock(tmp_path):
-    db = Database(create_engine(f"sqlite:///{tmp_path}/t.db"), max_retries=3)
+    retried = []
+    db = Database(
+        create_engine(f"sqlite:///{tmp_path}/t.db"), max_retries=3, on_retry=retried.append
+    )
     calls = []
 
     def work(conn):
@@ -50,6 +77,7 @@ def test_write_reruns_the_whole_function_after_a_lock(tmp_path):
     # The failed attempts rolled back: only the last insert is there.
     assert db.write(work) == 1
     assert len(calls) == 3
+    assert retried == ["lock", "lock"]  # one report per re-run
 
 
 def test_write_gives_up_after_max_retries(tmp_path):
@@ -88,3 +116,15 @@ def test_a_value_the_database_refuses_is_reported_as_unstorable(tmp_path):
     with pytest.raises(UnstorableValue) as refusal:
         db.read(refused)
     assert "NUL" in refusal.value.reason
+
+
+def test_a_database_that_cannot_be_reached_is_unavailable_after_one_more_try(tmp_path):
+    retried = []
+    url = f"sqlite:///{tmp_path}/no/such/dir/t.db"  # a file SQLite cannot open
+    db = Database(create_engine(url), max_retries=20, on_retry=retried.append)
+    calls = []
+    with pytest.raises(DatabaseUnavailable) as gave_up:
+        db.read(calls.append)
+    assert (gave_up.value.attempts, gave_up.value.unreachable) == (2, True)
+    assert retried == ["unreachable"]
+    assert calls == []  # the work never ran
