@@ -8,7 +8,18 @@ import logging
 import falcon
 from oslo_middleware import cors
 
-from placement_svc import accept, auth, conditional, errors, middleware, policy, requestlog, web
+from placement_svc import (
+    accept,
+    auth,
+    conditional,
+    errors,
+    health,
+    metrics,
+    middleware,
+    policy,
+    requestlog,
+    web,
+)
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
@@ -154,6 +165,7 @@ def render_error(req, resp, error: errors.PlacementError) -> None:
     with the request id, the one thing an operator needs to find it in the
     log, whatever the client prefers."""
     resp.status = error.status
+    req.env[metrics.ENV_ERROR_CODE] = error.code
     for name, value in error.headers.items():
         resp.set_header(name, value)
     media_type = accept.error_media_type(req.get_header("Accept"))
@@ -209,7 +221,16 @@ def _handle_unexpected(req, resp, ex, _params):
     render_error(req, resp, errors.InternalError("An unexpected error occurred."))
 
 
-def create_falcon_app(db: Database, conf, enforcer=None) -> falcon.App:
+# URLs of the service that are not the Placement API: at every microversion,
+# since the tools that read them send no OpenStack-API-Version header.
+# /healthcheck and /openapi.json need no token; /metrics is an API request
+# with its own policy (placement:metrics).
+OPERATING_PATHS = (health.PATH, metrics.PATH)
+
+
+def create_falcon_app(
+    db: Database, conf, enforcer=None, counts: metrics.Metrics | None = None
+) -> falcon.App:
     plumbing = middleware.Plumbing(enforcer, mv.served_up_to(conf.api.max_microversion))
     app = falcon.App(
         middleware=[plumbing, conditional.ConditionalReads()], media_type="application/json"
@@ -220,6 +241,8 @@ def create_falcon_app(db: Database, conf, enforcer=None) -> falcon.App:
     app.resp_options.default_media_type = None
     for template, handlers in route_table(db, conf):
         app.add_route(template, _Resource(handlers))
+    if counts is not None:
+        app.add_route(metrics.PATH, _Resource({"GET": metrics.Scrape(counts).show}))
     app.add_error_handler(Exception, _handle_unexpected)
     app.add_error_handler(falcon.HTTPError, _handle_falcon_error)
     app.add_error_handler(errors.PlacementError, _handle_placement_error)
@@ -234,8 +257,13 @@ def create_app(conf, db: Database | None = None):
             create_engine(conf.placement_database.connection, conf.placement_database),
             max_retries=conf.placement_database.db_max_retries,
         )
+    counts = metrics.Metrics(getattr(db, "engine", None)) if conf.metrics.enabled else None
+    if counts is not None and getattr(db, "on_retry", False) is None:
+        # Reports to whichever application serves the request (metrics.CURRENT);
+        # a stand-in for a Database (in a test) may have no such hook.
+        db.on_retry = metrics.db_retry
     enforcer = policy.make_enforcer(conf)  # a bad policy file stops us here
-    application = create_falcon_app(db, conf, enforcer)
+    application = create_falcon_app(db, conf, enforcer, counts)
     if conf.api.auth_strategy == "noauth2":
         application = auth.NoAuthMiddleware(application)
     else:
@@ -245,4 +273,11 @@ def create_app(conf, db: Database | None = None):
     # and answers a JSON 500 for whatever any of these layers raises.
     if conf.cors.allowed_origin:
         application = cors.CORS(application, conf)
-    return requestlog.RequestLog(application, conf)
+    application = requestlog.RequestLog(application, conf)
+    # Outside the request log (a load balancer's checks every few seconds
+    # are not worth a line each) and outside authentication.
+    application = health.Healthcheck(application, conf, db)
+    if counts is not None:
+        templates = [template for template, _handlers in route_table(db, conf)]
+        application = metrics.Instrument(application, counts, [*templates, *OPERATING_PATHS])
+    return application

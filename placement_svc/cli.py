@@ -29,15 +29,19 @@ the traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.metadata
 import logging
 import logging.config
+import os
+import shutil
 import socket
 import sys
+import tempfile
 
 from gunicorn.app.base import BaseApplication
 
-from placement_svc import candidates_commands, policy, runtime, status
+from placement_svc import candidates_commands, metrics, policy, runtime, status
 from placement_svc.bootstrap import (
     LOG_FORMAT,
     PROG,
@@ -73,6 +77,8 @@ def serve(conf, args) -> None:
     check_bind(args.bind)
     prepare_database(conf, create_if_empty=True, wait=True)
     build_app(conf)  # fail here, once, rather than in every worker
+    if conf.metrics.enabled:
+        share_metrics()  # for the workers, forked from here on
     LOG.info(
         "database %s, auth_strategy %s, config files %s",
         shown_url(conf.placement_database.connection),
@@ -89,8 +95,30 @@ def serve(conf, args) -> None:
         # longer URL with a JSON 414, and lets a bulk read name 1000 uuids.
         "limit_request_line": 0,
         "logconfig_dict": logging_config(args),
+        "child_exit": _worker_exited,
     }
     _Gunicorn(conf, args.prefix, options).run()
+
+
+def share_metrics() -> None:
+    """Every worker counts into one directory, so any worker's GET /metrics
+    reports them all: $PROMETHEUS_MULTIPROC_DIR when the operator set it
+    (emptied of an earlier run's files), else a new temporary directory,
+    removed when the service stops."""
+    directory = os.environ.get(metrics.MULTIPROC_ENV)
+    if not directory:
+        directory = tempfile.mkdtemp(prefix="placement-svc-metrics-")
+        master = os.getpid()
+        # Workers are forked with this registration: only the master removes it.
+        atexit.register(
+            lambda: os.getpid() == master and shutil.rmtree(directory, ignore_errors=True)
+        )
+    metrics.use_directory(directory)
+    LOG.info("metrics of every worker in %s", directory)
+
+
+def _worker_exited(_server, worker) -> None:
+    metrics.process_dead(worker.pid)
 
 
 class _Gunicorn(BaseApplication):

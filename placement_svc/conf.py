@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from oslo_config import cfg
 from oslo_middleware import cors, http_proxy_to_wsgi
+from oslo_middleware.healthcheck import opts as healthcheck_opts
 from oslo_policy import opts as policy_opts
 
 from placement_svc import microversion as mv
@@ -162,6 +163,40 @@ placement_opts = [
     ),
 ]
 
+# [healthcheck]: oslo.middleware's options (detailed, backends,
+# allowed_source_ranges, ignore_proxied_requests, and disable_by_file_path
+# for its disable_by_file backend), then the database check's (health.py).
+healthcheck_opts_all = [
+    *healthcheck_opts.HEALTHCHECK_OPTS,
+    *healthcheck_opts.DISABLE_BY_FILE_OPTS,
+    cfg.FloatOpt(
+        "database_timeout",
+        default=2.0,
+        min=0.1,
+        help="Seconds GET /healthcheck waits for the database to answer a "
+        "trivial query before it answers 503. The database check always runs; "
+        "'backends' adds oslo.middleware's checks to it.",
+    ),
+    cfg.FloatOpt(
+        "database_result_ttl",
+        default=1.0,
+        min=0.0,
+        help="Seconds a worker reuses its last database check's result for "
+        "further health checks; 0 queries the database for every one.",
+    ),
+]
+
+metrics_opts = [
+    cfg.BoolOpt(
+        "enabled",
+        default=True,
+        help="Count requests, database retries, generation conflicts and "
+        "allocation candidates answers, and serve them in the Prometheus "
+        "text format at GET /metrics (policy placement:metrics, admins by "
+        "default). False: nothing is counted and /metrics is a 404.",
+    ),
+]
+
 # Upstream's [cors] defaults (set in its WSGI start-up): the headers a
 # browser client sends and may read, OpenStack-API-Version among them. Set on
 # oslo.middleware's shared options before any configuration is read, so a
@@ -193,6 +228,8 @@ GROUPS = {
     "placement": placement_opts,
     "cors": cors.CORS_OPTS,
     "oslo_middleware": http_proxy_to_wsgi.OPTS,
+    "healthcheck": healthcheck_opts_all,
+    "metrics": metrics_opts,
 }
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from functools import partial
 
-from placement_svc import accept, errors, web
+from placement_svc import accept, errors, metrics, web
 from placement_svc import microversion as mv
 from placement_svc.candidates import explain as explain_rules
 from placement_svc.candidates import find, request, text
@@ -40,14 +41,22 @@ class AllocationCandidates:
             settings=Settings.of(self.conf),
             rng=rng,
         )
-        body, empty_because = self.db.read(work)
-        if empty_because is not None:
+        started = time.perf_counter()
+        noted = self.db.read(work)
+        metrics.candidates_answered(
+            groups=len(wanted.groups),
+            nested=noted.nested,
+            returned=len(noted.body["allocation_requests"]),
+            pruned=noted.pruned,
+            seconds=time.perf_counter() - started,
+        )
+        if noted.empty_because is not None:
             LOG.info(
                 "No allocation candidates for %s: %s",
                 req.context.placement.request_id,
-                empty_because,
+                noted.empty_because,
             )
-        web.render(resp, body)
+        web.render(resp, noted.body)
         web.cache_headers(req, resp)
 
     def explain(self, req, resp):

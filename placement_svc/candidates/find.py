@@ -58,8 +58,9 @@ def _answer(
     version: Version,
     settings: Settings,
     rng: random.Random | None,
+    tally: merge.Tally | None = None,
 ) -> dict[str, Any]:
-    stream = merge.generate(wanted, found, settings.strategy, rng)
+    stream = merge.generate(wanted, found, settings.strategy, rng, tally)
     chosen, whole = merge.choose(
         stream,
         wanted.limit,
@@ -77,22 +78,35 @@ def _answer(
     return render.body(found, chosen, providers, other, requested, version)
 
 
+class Noted(NamedTuple):
+    """An answer and what the service notes of it: for an answer without
+    candidates the step that left it empty (what the request log says of
+    it), and for the metrics whether the trees searched were nested and how
+    many of them the walk pruned."""
+
+    body: dict[str, Any]
+    empty_because: str | None
+    nested: bool
+    pruned: int
+
+
 def find_noting_empty(
     conn: Connection,
     wanted: Request,
     version: Version,
     settings: Settings = Settings(),
     rng: random.Random | None = None,
-) -> tuple[dict[str, Any], str | None]:
-    """``find``, and for an answer without candidates the step that left it
-    empty (what the request log says of it), from the same snapshot. A
-    non-empty answer costs nothing more."""
+) -> Noted:
+    """``find``, and what Noted holds, from the same snapshot. A non-empty
+    answer costs nothing more."""
     found = search.search(conn, wanted)
-    body = _answer(conn, found, wanted, version, settings, rng)
+    tally = merge.Tally()
+    body = _answer(conn, found, wanted, version, settings, rng, tally)
+    nested = any(provider.parent_id is not None for provider in found.providers.values())
     if body["allocation_requests"]:
-        return body, None
+        return Noted(body, None, nested, tally.pruned)
     why = explain(conn, wanted, settings, near=0, found=found)
-    return body, explain_rules.first_empty_step(why)
+    return Noted(body, explain_rules.first_empty_step(why), nested, tally.pruned)
 
 
 def explain(

@@ -52,22 +52,53 @@ class _Slot(NamedTuple):
     isolated: bool = False
 
 
+class Tally:
+    """What a walk did, for the metrics: the trees it entered, and how many
+    of those gave at least one candidate; the others the rules pruned."""
+
+    def __init__(self) -> None:
+        self.entered = 0
+        self.kept = 0
+
+    @property
+    def pruned(self) -> int:
+        return self.entered - self.kept
+
+
 def generate(
     request: Request,
     found: Found,
     strategy: str = "depth-first",
     shuffle: random.Random | None = None,
+    tally: Tally | None = None,
 ) -> Iterator[Candidate]:
-    """Every candidate, lazily; trees in turn (depth-first) or round-robin."""
+    """Every candidate, lazily; trees in turn (depth-first) or round-robin.
+    With ``tally``, counts the trees entered and kept as the walk goes."""
     roots = list(found.roots)
     if shuffle is not None:
         shuffle.shuffle(roots)
     walk = _Walk(request, found, shuffle)
+    trees: Callable[[int], Iterable[Candidate]] = walk.tree
+    if tally is not None:
+        trees = functools.partial(_tallied, walk.tree, tally=tally)
     if strategy == "breadth-first":
-        stream = _round_robin([iter(walk.tree(root)) for root in roots])
+        stream = _round_robin([iter(trees(root)) for root in roots])
     else:
-        stream = (candidate for root in roots for candidate in walk.tree(root))
+        stream = (candidate for root in roots for candidate in trees(root))
     return _unique_shared(stream, found) if found.sharing else stream
+
+
+def _tallied(
+    tree: Callable[[int], Iterable[Candidate]], root: int, tally: Tally
+) -> Iterator[Candidate]:
+    tally.entered += 1
+    candidates = iter(tree(root))
+    first = next(candidates, None)
+    if first is None:
+        return
+    tally.kept += 1
+    yield first
+    yield from candidates
 
 
 def take(

@@ -16,6 +16,7 @@ from placement_svc.policies import (
     allocations,
     base,
     inventories,
+    operating,
     reshaper,
     resource_classes,
     resource_providers,
@@ -34,6 +35,7 @@ FAMILIES = (
     allocations,
     allocation_candidates,
     reshaper,
+    operating,
 )
 
 

@@ -20,6 +20,7 @@ from gabbi import fixture
 from oslo_policy import opts as policy_opts
 
 from placement_svc import app, conf, policies
+from placement_svc.db.engine import Database, create_engine
 from tests.functional import databases
 
 UUID_NAMES = (
@@ -113,8 +114,58 @@ def for_backend(backend: str, slot) -> dict:
             super().stop_fixture()
             self.policy_dir.cleanup()
 
+    class UnreachableDatabaseFixture(APIFixture):
+        """The application over a database of this backend that refuses every
+        connection: nothing listens on port 1, and SQLite's file is in a
+        directory that does not exist."""
+
+        def start_fixture(self):
+            super().start_fixture()
+            url = {
+                "sqlite": f"sqlite:///{tempfile.gettempdir()}/no-such-dir-{uuid.uuid4()}/p.sqlite",
+                "postgresql": "postgresql+psycopg://postgres@127.0.0.1:1/test",
+                "mysql": "mysql+pymysql://root@127.0.0.1:1/test",
+            }[backend]
+            self.db = Database(create_engine(url))
+            slot.app = app.create_app(make_conf(), self.db)
+
+        def stop_fixture(self):
+            super().stop_fixture()
+            self.db.dispose()
+
+    class DrainedFixture(APIFixture):
+        """[healthcheck] backends = disable_by_file, with the file that
+        disable_by_file_path names present (a node being drained), and
+        detailed output on."""
+
+        def start_fixture(self):
+            self.drain_dir = tempfile.TemporaryDirectory(prefix="placement-drain-")
+            path = os.path.join(self.drain_dir.name, "healthcheck_disable")
+            with open(path, "w", encoding="utf-8"):
+                pass
+            os.environ["DRAIN_FILE"] = path
+            self.config_overrides = {
+                "healthcheck.backends": ["disable_by_file"],
+                "healthcheck.disable_by_file_path": path,
+                "healthcheck.detailed": True,
+                "healthcheck.database_result_ttl": 0.0,
+            }
+            super().start_fixture()
+
+        def stop_fixture(self):
+            super().stop_fixture()
+            self.drain_dir.cleanup()
+
+    class MetricsOffFixture(APIFixture):
+        """[metrics] enabled = False."""
+
+        config_overrides = {"metrics.enabled": False}
+
     return {
         "APIFixture": APIFixture,
+        "UnreachableDatabaseFixture": UnreachableDatabaseFixture,
+        "DrainedFixture": DrainedFixture,
+        "MetricsOffFixture": MetricsOffFixture,
         "ParityFixture": ParityFixture,
         "CORSFixture": CORSFixture,
         "LegacyRBACFixture": LegacyRBACFixture,

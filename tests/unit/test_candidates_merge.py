@@ -372,6 +372,21 @@ class Pulled:
         return item
 
 
+def test_the_tally_counts_trees_entered_and_those_that_gave_nothing():
+    world = numa_host()  # HOST with N0 and N1: the groups can be kept apart
+    world.provider("FLAT", room={"VCPU": 8})  # one provider: isolation rules it out
+    world.provider("SMALL", room={"VCPU": 1})  # too small for both groups at once
+    req = ask("resources1=VCPU:1&resources2=VCPU:1&group_policy=isolate")
+    found = world.offer(req)
+    tally = merge.Tally()
+    assert len(list(merge.generate(req, found, tally=tally))) == 2  # N0+N1, N1+N0
+    assert (tally.entered, tally.kept, tally.pruned) == (3, 1, 2)
+    # Under a limit the walk stops early: trees never entered are not counted.
+    tally = merge.Tally()
+    assert len(merge.take(merge.generate(req, found, tally=tally), 1, None)) == 1
+    assert (tally.entered, tally.kept) == (1, 1)
+
+
 def test_take_stops_pulling_at_the_limit():
     stream = Pulled(range(100))
     assert merge.take(stream, 5, None) == [0, 1, 2, 3, 4]
@@ -772,7 +787,7 @@ def random_query(rng: random.Random) -> str:
 
 def test_the_walk_finds_exactly_what_brute_force_finds():
     rng = random.Random(1729)
-    compared = nonempty = 0
+    compared = nonempty = pruned = 0
     for _ in range(400):
         world = random_world(rng)
         qs, version = random_query(rng)
@@ -781,13 +796,22 @@ def test_the_walk_finds_exactly_what_brute_force_finds():
         except Exception:  # a combination parse refuses (e.g. a lone resourceless group)
             continue
         found = world.offer(req)
+        # The trees with a candidate, one tree at a time, for the metrics' tally.
+        kept = sum(
+            bool(brute_force(req, dataclasses.replace(found, roots=[root]))) for root in found.roots
+        )
         for strategy in ("depth-first", "breadth-first"):
-            walked = Counter(normalised(c) for c in merge.generate(req, found, strategy))
+            tally = merge.Tally()
+            walked = Counter(
+                normalised(c) for c in merge.generate(req, found, strategy, tally=tally)
+            )
             expected = brute_force(req, found)
             assert walked == Counter(expected), (qs, version, world.found)
+            assert (tally.entered, tally.kept) == (len(found.roots), kept), (qs, version)
+            pruned += tally.pruned
         compared += 1
         nonempty += bool(expected)
-    assert compared > 300 and nonempty > 100
+    assert compared > 300 and nonempty > 100 and pruned > 100, (compared, nonempty, pruned)
 
 
 # Brute force with isolate= and same_subtree=_P,!_N (placement-svc's 1.42, 1.43)

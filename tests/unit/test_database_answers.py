@@ -16,6 +16,9 @@ from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
 class _RefusingDatabase:
     """A Database whose every transaction ends with ``fact``."""
 
+    engine = None  # nothing to watch: the metrics leave the pool alone
+    on_retry = None
+
     def __init__(self, fact: Exception):
         self.fact = fact
 

@@ -74,6 +74,8 @@ API_RULES = {
     "placement:allocation_candidates:explain": "rule:admin_or_service_api",
     "placement:allocation_candidates:capacity": "rule:admin_or_service_api",
     "placement:reshaper:reshape": "rule:service_api",
+    # placement-svc's own: the Prometheus metrics, admins only
+    "placement:metrics": "rule:admin_api",
 }
 
 PROJECT = "6a7c0c3b1f2e4d5c8b9a0f1e2d3c4b5a"
@@ -139,6 +141,7 @@ def test_every_route_has_exactly_one_rule_and_every_rule_a_route(tmp_path):
         for method in handlers
         if method != app.SINCE
     }
+    routes.add(("GET", "/metrics"))  # not the Placement API, but behind a rule too
     documented = [(method, path) for _name, method, path in operations()]
     assert len(documented) == len(set(documented)), "an operation documented twice"
     assert set(documented) == routes
@@ -222,6 +225,8 @@ def test_admins_and_services_get_past_policy(tmp_path, rule, method, path, roles
     answer = call(client(tmp_path), method, path, f"someone:{PROJECT}", roles)
     if rule == "placement:reshaper:reshape" and roles == "admin":
         assert answer.status_code == 403  # the new default: services only
+    elif rule == "placement:metrics" and roles == "service":
+        assert answer.status_code == 403  # the metrics are for admins
     else:
         assert answer.status_code != 403, answer.text
 
