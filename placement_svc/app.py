@@ -16,6 +16,7 @@ from placement_svc import (
     health,
     metrics,
     middleware,
+    openapi,
     policy,
     requestlog,
     web,
@@ -225,7 +226,19 @@ def _handle_unexpected(req, resp, ex, _params):
 # since the tools that read them send no OpenStack-API-Version header.
 # /healthcheck and /openapi.json need no token; /metrics is an API request
 # with its own policy (placement:metrics).
-OPERATING_PATHS = (health.PATH, metrics.PATH)
+OPERATING_PATHS = (health.PATH, metrics.PATH, openapi.PATH)
+
+
+class _Mount:
+    """``mounted`` answers ``path``; ``application`` every other path."""
+
+    def __init__(self, application, path: str, mounted):
+        self.application, self.path, self.mounted = application, path, mounted
+
+    def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO") == self.path:
+            return self.mounted(environ, start_response)
+        return self.application(environ, start_response)
 
 
 def create_falcon_app(
@@ -276,6 +289,9 @@ def create_app(conf, db: Database | None = None):
     application = requestlog.RequestLog(application, conf)
     # Outside the request log (a load balancer's checks every few seconds
     # are not worth a line each) and outside authentication.
+    application = _Mount(
+        application, openapi.PATH, openapi.Application(conf, route_table(db, conf))
+    )
     application = health.Healthcheck(application, conf, db)
     if counts is not None:
         templates = [template for template, _handlers in route_table(db, conf)]
