@@ -19,7 +19,7 @@ import httpx
 from gabbi import fixture
 from oslo_policy import opts as policy_opts
 
-from placement_svc import app, conf, policies
+from placement_svc import app, conf, metrics, policies
 from placement_svc.db.engine import Database, create_engine
 from tests.functional import databases
 
@@ -68,6 +68,7 @@ def for_backend(backend: str, slot) -> dict:
             slot.app = app.create_app(cfg, test_db.db)
             for name in UUID_NAMES:
                 os.environ[name] = str(uuid.uuid4())
+            os.environ["PLACEMENT_SVC_VERSION"] = metrics.release()
             os.environ["RP_NAME"] = "rp-" + os.environ["RP_UUID"][:8]
             os.environ["ALT_RP_NAME"] = "rp-" + os.environ["ALT_RP_UUID"][:8]
 
