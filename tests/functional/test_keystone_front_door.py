@@ -15,7 +15,7 @@ from placement_svc.db.engine import Database, create_engine
 from tests.functional import fixtures
 
 
-def _client(tmp_path):
+def _client(tmp_path, **authtoken):
     conf = fixtures.make_conf()
     conf.set_override("auth_strategy", "keystone", group="api")
     # What an operator's [keystone_authtoken] would say; never contacted here.
@@ -24,6 +24,8 @@ def _client(tmp_path):
     conf.set_override(
         "www_authenticate_uri", "http://keystone.test/identity", group="keystone_authtoken"
     )
+    for name, value in authtoken.items():
+        conf.set_override(name, value, group="keystone_authtoken")
     engine = create_engine(f"sqlite:///{tmp_path}/k.db")
     migration.sync(engine)
     application = app.create_app(conf, Database(engine))
@@ -79,3 +81,21 @@ def test_keystone_tokens_carry_roles_and_project_into_policy(tmp_path):
         assert call("GET", "/usages?project_id=p-admin", "reader-token").status_code == 403
 
         assert call("GET", "/traits", "no-such-token").status_code == 401
+
+
+def test_a_memcached_token_cache_is_usable_with_the_keystone_extra(tmp_path):
+    """[keystone_authtoken] memcached_servers makes auth_token import
+    python-memcached on the first token it checks; the keystone extra brings
+    it. An unreachable memcached is a cache miss, not an error."""
+    from keystonemiddleware.fixture import AuthTokenFixture
+
+    with AuthTokenFixture() as tokens:
+        tokens.add_token_data(
+            token_id="admin-token", user_id="u-admin", project_id="p-admin", role_list=["admin"]
+        )
+        client = _client(tmp_path, memcached_servers=["127.0.0.1:1"])
+        answer = client.get(
+            "/traits",
+            headers={"openstack-api-version": "placement latest", "x-auth-token": "admin-token"},
+        )
+        assert answer.status_code == 200, answer.text
