@@ -75,6 +75,9 @@ def db_version(conf, args) -> None:
 def serve(conf, args) -> None:
     check_front_door(conf)
     check_bind(args.bind)
+    metrics_listen = conf.metrics.listen if conf.metrics.enabled else None
+    if metrics_listen:
+        check_bind(_config_bind(metrics_listen, "[metrics] listen"))
     prepare_database(conf, create_if_empty=True, wait=True)
     build_app(conf)  # fail here, once, rather than in every worker
     if conf.metrics.enabled:
@@ -97,7 +100,22 @@ def serve(conf, args) -> None:
         "logconfig_dict": logging_config(args),
         "child_exit": _worker_exited,
     }
+    if metrics_listen:
+        host, _colon, port = metrics_listen.rpartition(":")
+
+        def serve_metrics(_arbiter):  # gunicorn's when_ready: in the master
+            metrics.serve_shared(host.strip("[]"), int(port))
+            LOG.info("metrics without authentication at http://%s/metrics", metrics_listen)
+
+        options["when_ready"] = serve_metrics
     _Gunicorn(conf, args.prefix, options).run()
+
+
+def _config_bind(value: str, option: str) -> str:
+    try:
+        return _bind(value)
+    except argparse.ArgumentTypeError as exc:
+        raise Failure(f"{option}: {exc}") from None
 
 
 def share_metrics() -> None:

@@ -195,6 +195,13 @@ metrics_opts = [
         "text format at GET /metrics (policy placement:metrics, admins by "
         "default). False: nothing is counted and /metrics is a 404.",
     ),
+    cfg.StrOpt(
+        "listen",
+        help="HOST:PORT where 'placement-svc serve' also answers the metrics, "
+        "without authentication, for a Prometheus server that cannot send a "
+        "keystone token: bind it to a private address. Every worker's counts, "
+        "as at /metrics. Unset: only the API's GET /metrics.",
+    ),
 ]
 
 # Upstream's [cors] defaults (set in its WSGI start-up): the headers a

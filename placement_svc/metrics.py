@@ -100,6 +100,15 @@ def use_directory(path: str) -> None:
     values.ValueClass = values.get_value_class()
 
 
+def serve_shared(host: str, port: int) -> None:
+    """Answer the shared counts (use_directory's) at http://host:port/, with
+    no authentication, from a thread of this process: the gunicorn master,
+    which serves no API request itself."""
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    exposition.start_http_server(port, addr=host, registry=registry)
+
+
 def process_dead(pid: int) -> None:
     """A worker exited: its share of the in-use gauge goes with it (gunicorn's
     child_exit hook); its counters stay, as counters must."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import urllib.request
 
-from tests.functional.test_cli import serving, write_conf
+from tests.functional.test_cli import assert_one_line_error, free_port, run, serving, write_conf
 
 ADMIN = {"x-auth-token": "admin"}
 LINE = (
@@ -21,8 +21,8 @@ LINE = (
 )
 
 
-def _get(url: str) -> str:
-    request = urllib.request.Request(url, headers={**ADMIN, "connection": "close"})
+def _get(url: str, headers=ADMIN) -> str:
+    request = urllib.request.Request(url, headers={**headers, "connection": "close"})
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
         return response.read().decode()
@@ -40,7 +40,10 @@ def test_one_scrape_counts_the_requests_of_every_worker(tmp_path, monkeypatch):
     shared.mkdir()
     (shared / "counter_1.db").write_bytes(b"an earlier run's counts")
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(shared))
-    conf = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.sqlite")
+    private = f"127.0.0.1:{free_port()}"
+    conf = write_conf(
+        tmp_path, f"sqlite:///{tmp_path}/placement.sqlite", f"[metrics]\nlisten = {private}\n"
+    )
     with serving(tmp_path, conf, "--workers", "2") as (base, log):
         made = 0
         while len(_served_by(log.read_text())) < 2:
@@ -50,5 +53,14 @@ def test_one_scrape_counts_the_requests_of_every_worker(tmp_path, monkeypatch):
         workers = _served_by(log.read_text())
         for _scrape in range(6):
             assert LINE.format(count=made) in _get(base + "/metrics")
+        # [metrics] listen: the same counts from the master, no token asked.
+        assert LINE.format(count=made) in _get(f"http://{private}/metrics", headers={})
         counted_by = {path.name for path in shared.glob("counter_*.db")}
     assert counted_by == {f"counter_{pid}.db" for pid in workers}
+
+
+def test_a_metrics_listen_address_that_cannot_be_used_is_one_line(tmp_path):
+    conf = write_conf(tmp_path, f"sqlite:///{tmp_path}/p.sqlite", "[metrics]\nlisten = nowhere\n")
+    result = run("serve", "--config-file", conf, "--bind", f"127.0.0.1:{free_port()}", cwd=tmp_path)
+    assert result.returncode == 1
+    assert_one_line_error(result, "[metrics] listen: expected HOST:PORT, got 'nowhere'")
