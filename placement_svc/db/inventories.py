@@ -65,7 +65,8 @@ class Inventory:
 def with_defaults(resource_class: str, data: dict) -> Inventory:
     """An inventory record from a body's fields. An allocation_ratio of NaN
     or -Infinity (JSON as Python reads it, and the schema's "number" and
-    maximum let both through) is a number no backend stores."""
+    maximum let both through) is refused as unstorable: MySQL refuses both,
+    SQLite turns NaN into NULL, and no capacity rule can compare with NaN."""
     values = {**DEFAULTS, **{k: v for k, v in data.items() if k in FIELDS}}
     ratio = float(values["allocation_ratio"])
     if not math.isfinite(ratio):
