@@ -483,6 +483,11 @@ without the header is served at 1.0; at an older version a URL, parameter or \
 body may not be there yet or have an older form (upstream's api-ref and version \
 history describe them).
 
+Errors are `{{"errors": [{{"status", "title", "detail", "request_id", "code"}}]}}` \
+(code from 1.23), or webob's HTML or plain-text page for a client that prefers \
+one. A method a URL does not list is a 405 whose Allow header names those it \
+does.
+
 Generated from the route table and the JSON schemas the handlers validate with.
 """
 
