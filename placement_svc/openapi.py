@@ -98,6 +98,9 @@ CANDIDATES_400 = (
 
 # Every method of every URL of the route table. The template and method
 # must be the route table's.
+# explain and capacity answer JSON or text.
+JSON_OR_TEXT_406 = "The Accept header takes neither application/json nor text/plain."
+
 OPERATIONS: dict[tuple[str, str], Operation] = {
     ("/", "GET"): Operation(
         ok={200: "version_document"},
@@ -316,7 +319,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         ok={200: "explanation"},
         errors={
             400: CANDIDATES_400,
-            406: "The Accept header takes neither application/json nor text/plain.",
+            406: JSON_OR_TEXT_406,
         },
         query=allocation_candidate.explain_schema,
         notes="The same query as GET /allocation_candidates, and near_misses= (at most "
@@ -326,7 +329,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         ok={200: "capacity"},
         errors={
             400: CANDIDATES_400,
-            406: "The Accept header takes neither application/json nor text/plain.",
+            406: JSON_OR_TEXT_406,
         },
         query=allocation_candidate.query_schema,
         notes="The same query as GET /allocation_candidates. text/plain for a client "

@@ -106,14 +106,7 @@ def _duplicate(what: str) -> errors.Conflict:
 
 def links(req, provider) -> list[dict]:
     base = web.url(req, f"/resource_providers/{provider.uuid}")
-    rels = ["inventories", "usages"]
-    version = web.version(req)
-    if version >= mv.AGGREGATES:
-        rels.append("aggregates")
-    if version >= mv.TRAITS:
-        rels.append("traits")
-    if version >= mv.ALLOCATIONS_LINK:
-        rels.append("allocations")
+    rels = schema.link_rels(web.version(req))
     return [{"rel": "self", "href": base}] + [{"rel": rel, "href": f"{base}/{rel}"} for rel in rels]
 
 

@@ -91,3 +91,17 @@ _BY_VERSION = [
 
 def for_version(version) -> Schemas:
     return pick(_BY_VERSION, version)
+
+
+def link_rels(version) -> list[str]:
+    """The relations of a provider's links after "self", in order, as
+    upstream lists them at ``version``: the handlers render them and the
+    OpenAPI response schema (schemas/responses.py) names them."""
+    rels = ["inventories", "usages"]
+    if version >= mv.AGGREGATES:
+        rels.append("aggregates")
+    if version >= mv.TRAITS:
+        rels.append("traits")
+    if version >= mv.ALLOCATIONS_LINK:
+        rels.append("allocations")
+    return rels

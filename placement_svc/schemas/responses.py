@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from placement_svc import microversion as mv
+from placement_svc.schemas import resource_provider
 from placement_svc.schemas.common import Schema, pick
 
 _STRING = {"type": "string"}
@@ -210,14 +211,7 @@ CAPACITY = _object(
 
 
 def _provider_links(version) -> list[str]:
-    rels = ["self", "inventories", "usages"]
-    if version >= mv.AGGREGATES:
-        rels.append("aggregates")
-    if version >= mv.TRAITS:
-        rels.append("traits")
-    if version >= mv.ALLOCATIONS_LINK:
-        rels.append("allocations")
-    return rels
+    return ["self", *resource_provider.link_rels(version)]
 
 
 def _aggregates(version) -> dict:

@@ -98,29 +98,24 @@ def get(url: str, headers=None) -> tuple[int, dict]:
 
 
 @contextlib.contextmanager
-def serving(tmp_path, conf_path, *extra, path="/"):
-    """A running ``placement-svc serve``; yields its base URL and its log file."""
-    port = free_port()
-    log = tmp_path / "serve.log"
+def answering(argv, cwd, port: int, path: str = "/", log_name: str = "server.log"):
+    """A server started as ``argv`` in ``cwd``, once GET ``path`` on ``port``
+    answers 200; yields its log file. It must stop cleanly on SIGTERM."""
+    log = cwd / log_name
     with open(log, "w") as stderr:
         server = subprocess.Popen(
-            [*CLI, "serve", "--config-file", conf_path, "--bind", f"127.0.0.1:{port}", *extra],
-            cwd=tmp_path,
-            env=environment(tmp_path),
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
+            argv, cwd=cwd, env=environment(cwd), stdout=subprocess.DEVNULL, stderr=stderr
         )
-    base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
         while True:
-            assert server.poll() is None, f"serve exited early:\n{log.read_text()}"
+            assert server.poll() is None, f"{argv} exited early:\n{log.read_text()}"
             with contextlib.suppress(OSError):
-                if get(base + path)[0] == 200:
+                if get(f"http://127.0.0.1:{port}{path}")[0] == 200:
                     break
-            assert time.monotonic() < deadline, f"serve did not answer:\n{log.read_text()}"
+            assert time.monotonic() < deadline, f"{argv} did not answer:\n{log.read_text()}"
             time.sleep(0.1)
-        yield base, log
+        yield log
     finally:
         server.terminate()
         try:
@@ -128,6 +123,15 @@ def serving(tmp_path, conf_path, *extra, path="/"):
         finally:
             if server.poll() is None:
                 server.kill()
+
+
+@contextlib.contextmanager
+def serving(tmp_path, conf_path, *extra, path="/"):
+    """A running ``placement-svc serve``; yields its base URL and its log file."""
+    port = free_port()
+    argv = [*CLI, "serve", "--config-file", conf_path, "--bind", f"127.0.0.1:{port}", *extra]
+    with answering(argv, tmp_path, port, path, log_name="serve.log") as log:
+        yield f"http://127.0.0.1:{port}", log
 
 
 @pytest.fixture

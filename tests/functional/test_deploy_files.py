@@ -33,7 +33,6 @@ as the image build does.
 from __future__ import annotations
 
 import configparser
-import contextlib
 import json
 import os
 import pathlib
@@ -44,7 +43,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -56,6 +54,7 @@ from placement_svc.db import migration
 from tests.functional.databases import in_ci
 from tests.functional.test_cli import (
     ADMIN_LATEST,
+    answering,
     environment,
     free_port,
     get,
@@ -88,37 +87,6 @@ def tool(name: str) -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
-
-
-@contextlib.contextmanager
-def answering(argv, cwd, port: int):
-    """A server started as ``argv``, once it answers GET / on ``port``;
-    yields its log. It must stop cleanly on SIGTERM.
-
-    tests.functional.test_cli.serving builds its own command line; these
-    come from the deployment files, so they are started here."""
-    log = cwd / "server.log"
-    with open(log, "w") as stderr:
-        server = subprocess.Popen(
-            argv, cwd=cwd, env=environment(cwd), stdout=subprocess.DEVNULL, stderr=stderr
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert server.poll() is None, f"{argv} exited early:\n{log.read_text()}"
-            with contextlib.suppress(OSError):
-                if get(f"http://127.0.0.1:{port}/")[0] == 200:
-                    break
-            assert time.monotonic() < deadline, f"{argv} did not answer:\n{log.read_text()}"
-            time.sleep(0.1)
-        yield log
-    finally:
-        server.terminate()
-        try:
-            assert server.wait(timeout=30) == 0, log.read_text()
-        finally:
-            if server.poll() is None:
-                server.kill()
 
 
 def substitute(argv, replacements: dict) -> list[str]:
