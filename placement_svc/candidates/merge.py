@@ -78,21 +78,32 @@ def generate(
     if shuffle is not None:
         shuffle.shuffle(roots)
     walk = _Walk(request, found, shuffle)
-    trees: Callable[[int], Iterable[Candidate]] = walk.tree
-    if tally is not None:
-        trees = functools.partial(_tallied, walk.tree, tally=tally)
     if strategy == "breadth-first":
-        stream = _round_robin([iter(trees(root)) for root in roots])
+        trees = [iter(walk.tree(root)) for root in roots]
+        if tally is not None:
+            trees = [_tallied(tree, tally) for tree in trees]
+        stream = _round_robin(trees)
+    elif tally is not None:
+        stream = _depth_first_tallied(walk, roots, tally)
     else:
-        stream = (candidate for root in roots for candidate in trees(root))
+        stream = (candidate for root in roots for candidate in walk.tree(root))
     return _unique_shared(stream, found) if found.sharing else stream
 
 
-def _tallied(
-    tree: Callable[[int], Iterable[Candidate]], root: int, tally: Tally
-) -> Iterator[Candidate]:
+def _depth_first_tallied(walk: _Walk, roots: list[int], tally: Tally) -> Iterator[Candidate]:
+    """The depth-first stream, counting as it goes (no layer per tree)."""
+    for root in roots:
+        tally.entered += 1
+        first = True
+        for candidate in walk.tree(root):
+            if first:
+                tally.kept += 1
+                first = False
+            yield candidate
+
+
+def _tallied(candidates: Iterator[Candidate], tally: Tally) -> Iterator[Candidate]:
     tally.entered += 1
-    candidates = iter(tree(root))
     first = next(candidates, None)
     if first is None:
         return
