@@ -1,0 +1,256 @@
+"""How GET /allocation_candidates grows with the cloud: 1,000 to 10,000 hosts, in-process.
+
+Loads each cloud straight into a fresh database with bulk INSERTs (the HTTP
+API would take minutes at 10,000 hosts), then times whole requests through
+the WSGI application in this process, one worker's worth: routing, policy,
+the search, the walk, rendering and JSON, no network. Prints the median and
+p95 per query and size, and with --profile the ten modules where a 10,000
+host query spends its time.
+
+    python bench/scale.py [--hosts 1000,4000,10000] [--repeat 10] [--profile]
+        [--url postgresql+psycopg://postgres@127.0.0.1/bench_scale]
+
+The flat cloud is bench/candidates.py's: 32 VCPU (ratio 4), 128 GiB and
+2 TB per host, AVX2 on every host, a custom trait on half, one host in ten
+disabled (COMPUTE_STATUS_DISABLED), a third of them with an instance on it.
+The nested cloud has, per tree, a root with VCPU, MEMORY_MB and DISK_GB and
+four GPU children of 4 VGPU each (5 providers). --url names an EMPTY
+database the bench may wipe (its tables are dropped and created again for
+every size); by default a temporary SQLite file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+import wsgiref.util
+
+import sqlalchemy as sa
+
+from placement_svc import app, conf, runtime
+from placement_svc.db import migration, tables
+from placement_svc.db.engine import Database, create_engine
+
+VERSION = "1.36"
+QUERIES = [
+    (
+        "flat",
+        "nova's query, limit=1000",
+        "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:20&limit=1000&group_policy=none"
+        "&root_required=!COMPUTE_STATUS_DISABLED",
+    ),
+    (
+        "flat",
+        "nova's query, no limit",
+        "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:20&group_policy=none"
+        "&root_required=!COMPUTE_STATUS_DISABLED",
+    ),
+    (
+        "nested",
+        "VCPU + a VGPU group, limit=1000",
+        "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:20&resources1=VGPU:1&group_policy=none"
+        "&limit=1000&root_required=!COMPUTE_STATUS_DISABLED",
+    ),
+]
+
+
+def _ids(conn, table, names) -> dict[str, int]:
+    rows = conn.execute(sa.select(table.c.name, table.c.id).where(table.c.name.in_(names)))
+    return dict(rows.all())
+
+
+def load(engine, hosts: int, shape: str) -> None:
+    """``hosts`` trees of ``shape`` (flat: one provider; nested: a root and
+    four GPU children), with inventories, traits and some allocations."""
+    with engine.begin() as conn:
+        conn.execute(tables.traits.insert(), [{"name": "CUSTOM_BENCH_GOLD"}])
+        rc = _ids(conn, tables.resource_classes, ["VCPU", "MEMORY_MB", "DISK_GB", "VGPU"])
+        trait = _ids(
+            conn,
+            tables.traits,
+            ["HW_CPU_X86_AVX2", "CUSTOM_BENCH_GOLD", "COMPUTE_STATUS_DISABLED"],
+        )
+        conn.execute(tables.projects.insert(), [{"id": 1, "external_id": "bench"}])
+        conn.execute(tables.users.insert(), [{"id": 1, "external_id": "bench"}])
+        providers, inventories, links, consumers, allocations = [], [], [], [], []
+        next_id = 1
+        for host in range(hosts):
+            root = next_id
+            providers.append(_provider(root, root, None, f"bench-{shape}-{host}"))
+            inventories += [
+                _inventory(root, rc["VCPU"], 32, 4.0),
+                _inventory(root, rc["MEMORY_MB"], 131072, 1.0),
+                _inventory(root, rc["DISK_GB"], 2000, 1.0),
+            ]
+            names = ["HW_CPU_X86_AVX2"] + ([] if host % 2 else ["CUSTOM_BENCH_GOLD"])
+            if host % 10 == 0:
+                names.append("COMPUTE_STATUS_DISABLED")
+            links += [{"resource_provider_id": root, "trait_id": trait[n]} for n in names]
+            if host % 3 == 0:
+                consumer = str(uuid.UUID(int=host + 1))
+                consumers.append({"id": host + 1, "uuid": consumer, "project_id": 1, "user_id": 1})
+                allocations += [
+                    _allocation(root, consumer, rc["VCPU"], 8),
+                    _allocation(root, consumer, rc["MEMORY_MB"], 16384),
+                ]
+            next_id += 1
+            if shape == "nested":
+                for gpu in range(4):
+                    providers.append(_provider(next_id, root, root, f"bench-gpu-{host}-{gpu}"))
+                    inventories.append(_inventory(next_id, rc["VGPU"], 4, 1.0))
+                    next_id += 1
+        for table, rows in (
+            (tables.resource_providers, providers),
+            (tables.inventories, inventories),
+            (tables.resource_provider_traits, links),
+            (tables.consumers, consumers),
+            (tables.allocations, allocations),
+        ):
+            for start in range(0, len(rows), 5000):
+                conn.execute(table.insert(), rows[start : start + 5000])
+
+
+def _provider(pid, root, parent, name):
+    return {
+        "id": pid,
+        "uuid": str(uuid.UUID(int=(1 << 64) + pid)),
+        "name": name,
+        "generation": 1,
+        "root_provider_id": root,
+        "parent_provider_id": parent,
+    }
+
+
+def _inventory(pid, rc, total, ratio):
+    return {
+        "resource_provider_id": pid,
+        "resource_class_id": rc,
+        "total": total,
+        "reserved": 0,
+        "min_unit": 1,
+        "max_unit": total,
+        "step_size": 1,
+        "allocation_ratio": ratio,
+    }
+
+
+def _allocation(pid, consumer, rc, used):
+    return {
+        "resource_provider_id": pid,
+        "consumer_id": consumer,
+        "resource_class_id": rc,
+        "used": used,
+    }
+
+
+def fresh_engine(url: str | None, workdir: str, label: str):
+    if url is None:
+        return create_engine(f"sqlite:///{os.path.join(workdir, label)}.sqlite")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        tables.metadata.drop_all(conn)
+        conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+    return engine
+
+
+def request(application, query: str) -> tuple[float, int]:
+    """One GET /allocation_candidates through the whole application: seconds
+    and the answer's size in bytes."""
+    environ: dict = {}
+    wsgiref.util.setup_testing_defaults(environ)
+    environ.update(
+        PATH_INFO="/allocation_candidates",
+        QUERY_STRING=query,
+        HTTP_X_AUTH_TOKEN="admin",
+        HTTP_OPENSTACK_API_VERSION=f"placement {VERSION}",
+    )
+    answered = []
+    started = time.perf_counter()
+    body = b"".join(application(environ, lambda status, headers, exc=None: answered.append(status)))
+    elapsed = time.perf_counter() - started
+    assert answered[0].startswith("200"), (answered, body[:300])
+    return elapsed, len(body)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", default="1000,4000,10000", help="comma-separated sizes")
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--url", help="an empty database to use (default: SQLite files)")
+    parser.add_argument("--profile", action="store_true", help="profile the largest size's queries")
+    args = parser.parse_args(argv)
+    sizes = [int(n) for n in args.hosts.split(",")]
+    cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
+    cfg.set_override("auth_strategy", "noauth2", group="api")
+    cfg.set_override("enabled", False, group="metrics")
+    print(f"# python {sys.version.split()[0]}, {os.cpu_count()} cores, {args.url or 'SQLite'}")
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as workdir:
+        for shape in ("flat", "nested"):
+            for hosts in sizes:
+                trees = hosts if shape == "flat" else hosts // 4
+                engine = fresh_engine(args.url, workdir, f"{shape}-{hosts}")
+                migration.sync(engine)
+                started = time.perf_counter()
+                load(engine, trees, shape)
+                loaded = time.perf_counter() - started
+                providers = trees * (1 if shape == "flat" else 5)
+                print(f"# {shape}: {trees} trees, {providers} providers, loaded in {loaded:.1f} s")
+                application = app.create_app(cfg, Database(engine))
+                runtime.tune_gc()  # as every serving process does (gunicorn's workers)
+                for query_shape, label, query in QUERIES:
+                    if query_shape != shape:
+                        continue
+                    request(application, query)  # warm: caches, first connection
+                    times, size = [], 0
+                    for _ in range(args.repeat):
+                        elapsed, size = request(application, query)
+                        times.append(elapsed)
+                    times.sort()
+                    p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+                    print(
+                        f"{shape:6} {providers:6} providers  {label:34} "
+                        f"median {statistics.median(times) * 1000:8.1f} ms  "
+                        f"p95 {p95 * 1000:8.1f} ms  {size:>10,} bytes"
+                    )
+                    if args.profile and hosts == sizes[-1]:
+                        profile(application, query)
+                engine.dispose()
+    return 0
+
+
+def profile(application, query: str) -> None:
+    """Where one request's time goes, by module: own time summed per file."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(3):
+        request(application, query)
+    profiler.disable()
+    by_module: collections.Counter = collections.Counter()
+    total = 0.0
+    for (filename, _line, _name), (_cc, _nc, own, _cum, _callers) in pstats.Stats(
+        profiler
+    ).stats.items():
+        parts = filename.replace("\\", "/").split("/")
+        if "placement_svc" in parts:
+            where = "/".join(parts[parts.index("placement_svc") :])
+        elif "site-packages" in parts:
+            where = parts[parts.index("site-packages") + 1]
+        else:
+            where = parts[-1]
+        by_module[where] += own / 3
+        total += own / 3
+    print(f"    profile: {total * 1000:.1f} ms per request under cProfile, by module (own time):")
+    for where, seconds in by_module.most_common(10):
+        print(f"    {seconds * 1000:8.1f} ms  {seconds / total:5.1%}  {where}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
