@@ -19,6 +19,10 @@ from placement_svc.schemas.common import Schema
 
 JSON = "application/json"
 MAX_BODY_BYTES = 8 * 1024 * 1024
+# No body of the API nests deeper than a handful of levels; a hostile one
+# would make every recursive step after parsing fail (a 500) or crawl.
+MAX_JSON_DEPTH = 32
+TOO_DEEP = f"Malformed JSON: arrays and objects nested deeper than {MAX_JSON_DEPTH} levels."
 
 
 def version(req: falcon.Request):
@@ -75,13 +79,34 @@ def read_json(req: falcon.Request, schema: Schema | None = None):
         raise errors.PayloadTooLarge(f"Request body is larger than {MAX_BODY_BYTES} bytes.")
     try:
         data = json.loads(raw.decode("utf-8"))
+    except RecursionError:  # the parser's own guard, near a thousand levels
+        raise errors.BadRequest(TOO_DEEP) from None
+    except (ValueError, UnicodeError) as exc:
+        raise errors.BadRequest(f"Malformed JSON: {exc}") from None
+    if _deeper_than(data, MAX_JSON_DEPTH):
+        raise errors.BadRequest(TOO_DEEP)
+    try:
         # A lone surrogate (\ud800) parses but can be stored nowhere.
         json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except (ValueError, UnicodeError) as exc:
+    except UnicodeError as exc:
         raise errors.BadRequest(f"Malformed JSON: {exc}") from None
     if schema is not None:
         validate(data, schema)
     return data
+
+
+def _deeper_than(data, limit: int) -> bool:
+    """Whether arrays and objects nest more than ``limit`` levels (a scalar
+    is level 0): checked before anything recurses over the body (encoding,
+    the schema, error messages), without recursing itself."""
+    stack = [(data, 1)] if isinstance(data, dict | list) else []
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def validate(data, schema: Schema) -> None:
