@@ -110,6 +110,7 @@ def _sqlite_engine(url: str, db_conf: Any) -> Engine:
 # connection; PostgreSQL SQLSTATEs: serialization failure, deadlock.
 _MYSQL_REASONS = {1213: "deadlock", 1205: "lock", 2006: "lost_connection", 2013: "lost_connection"}
 _PG_REASONS = {"40001": "serialization", "40P01": "deadlock"}
+_MYSQL_NO_SAVEPOINT = 1305  # "SAVEPOINT ... does not exist"
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -127,12 +128,25 @@ def retry_reason(exc: BaseException) -> str | None:
     orig = getattr(exc, "orig", None)
     if orig is None:
         return None
-    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    if state in _PG_REASONS:
-        return _PG_REASONS[state]
+    # MySQL's error number first: PyMySQL's errors carry a SQLSTATE too, and
+    # a MariaDB deadlock's (40001) would read as PostgreSQL's serialization.
     args = getattr(orig, "args", ())
     if args and isinstance(args[0], int) and args[0] in _MYSQL_REASONS:
         return _MYSQL_REASONS[args[0]]
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if state in _PG_REASONS:
+        return _PG_REASONS[state]
+    if args and args[0] == _MYSQL_NO_SAVEPOINT:
+        # A deadlock inside a SAVEPOINT makes MariaDB roll back the whole
+        # transaction, savepoint included; leaving the savepoint then fails
+        # with 1305 while the deadlock is being handled: the deadlock is why.
+        behind = exc.__context__
+        for _link in range(8):
+            if behind is None:
+                break
+            if isinstance(behind, DBAPIError) and (reason := retry_reason(behind)):
+                return reason
+            behind = behind.__context__
     text = str(orig).lower()
     if "database is locked" in text or "database table is locked" in text:
         return "lock"

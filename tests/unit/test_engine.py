@@ -53,6 +53,28 @@ def test_each_retry_has_a_reason_for_the_metrics():
     assert retry_reason(_operational(sqlite3.OperationalError("no such table: x"))) is None
 
 
+def test_a_lost_savepoint_after_a_deadlock_inside_it_is_the_deadlock():
+    """MariaDB rolls the whole transaction back on a deadlock inside a
+    SAVEPOINT; SQLAlchemy's ROLLBACK TO SAVEPOINT then fails with 1305,
+    raised while handling the deadlock: the whole transaction runs again."""
+    deadlock = _operational(_MySQLError(1213, "Deadlock found"))
+    try:
+        try:
+            raise deadlock
+        except OperationalError:
+            # As SQLAlchemy raises it: the driver's error, wrapped, while the
+            # deadlock is being handled.
+            driver_error = _MySQLError(1305, "SAVEPOINT sa_savepoint_1 does not exist")
+            try:
+                raise driver_error
+            except _MySQLError as raw:
+                raise _operational(raw) from raw
+    except OperationalError as lost:
+        assert retry_reason(lost) == "deadlock"
+    # Without a retryable error behind it, 1305 is a bug to report, not to retry.
+    assert retry_reason(_operational(_MySQLError(1305, "SAVEPOINT x does not exist"))) is None
+
+
 def test_integrity_and_syntax_errors_are_not_retryable():
     assert not is_retryable(IntegrityError("stmt", {}, sqlite3.IntegrityError("UNIQUE")))
     assert not is_retryable(_operational(sqlite3.OperationalError("no such table: x")))
