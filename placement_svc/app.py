@@ -211,10 +211,22 @@ def _handle_database_fact(req, resp, ex, _params):
     if isinstance(ex, UnstorableValue):
         error = errors.BadRequest("The request contains a value the database cannot store.")
     elif ex.unreachable:
-        error = errors.ServiceUnavailable("The database cannot be reached; please retry later.")
+        error = errors.ServiceUnavailable(
+            "The database cannot be reached; please retry later.",
+            headers={"Retry-After": str(RETRY_AFTER_UNREACHABLE)},
+        )
     else:
-        error = errors.ServiceUnavailable("The database is busy; please retry the request.")
+        error = errors.ServiceUnavailable(
+            "The database is busy; please retry the request.",
+            headers={"Retry-After": str(RETRY_AFTER_BUSY)},
+        )
     render_error(req, resp, error)
+
+
+# Seconds a client is told to wait (Retry-After) before it asks again: a busy
+# database clears in moments, an unreachable one (a failover, a restart) in a few.
+RETRY_AFTER_BUSY = 1
+RETRY_AFTER_UNREACHABLE = 5
 
 
 def _handle_unexpected(req, resp, ex, _params):

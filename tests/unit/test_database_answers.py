@@ -40,14 +40,20 @@ def _client(fact: Exception) -> httpx.Client:
 
 
 @pytest.mark.parametrize(
-    ("fact", "status", "message"),
+    ("fact", "status", "message", "retry_after"),
     [
-        (UnstorableValue("NUL"), 400, "The request contains a value the database cannot store."),
-        (DatabaseUnavailable(21), 503, "The database is busy; please retry the request."),
+        (
+            UnstorableValue("NUL"),
+            400,
+            "The request contains a value the database cannot store.",
+            None,
+        ),
+        (DatabaseUnavailable(21), 503, "The database is busy; please retry the request.", "1"),
         (
             DatabaseUnavailable(2, unreachable=True),
             503,
             "The database cannot be reached; please retry later.",
+            "5",
         ),
     ],
 )
@@ -60,9 +66,10 @@ def _client(fact: Exception) -> httpx.Client:
         ("DELETE", "/allocations/8b5e2b8e-1f8e-4c43-9a7c-4d7c1f0f6e11", None),
     ],
 )
-def test_every_handler_gets_the_same_answer(fact, status, message, method, path, body):
+def test_every_handler_gets_the_same_answer(fact, status, message, retry_after, method, path, body):
     answer = _client(fact).request(method, path, json=body)
     assert answer.status_code == status
+    assert answer.headers.get("retry-after") == retry_after
     error = json.loads(answer.text)["errors"][0]
     assert error["code"] == "placement.undefined_code"
     assert error["detail"].endswith(f"\n\n {message}  ")
