@@ -301,11 +301,10 @@ def create_app(conf, db: Database | None = None):
     application = requestlog.RequestLog(application, conf)
     # Outside the request log (a load balancer's checks every few seconds
     # are not worth a line each) and outside authentication.
-    application = _Mount(
-        application, openapi.PATH, openapi.Application(conf, route_table(db, conf))
-    )
+    routes = route_table(db, conf)
+    application = _Mount(application, openapi.PATH, openapi.Application(conf, routes))
     application = health.Healthcheck(application, conf, db)
     if counts is not None:
-        templates = [template for template, _handlers in route_table(db, conf)]
+        templates = [template for template, _handlers in routes]
         application = metrics.Instrument(application, counts, [*templates, *OPERATING_PATHS])
     return application

@@ -24,6 +24,7 @@ the database at most one query per worker per interval.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent import futures
@@ -33,6 +34,7 @@ from oslo_middleware.healthcheck import pluginbase
 from sqlalchemy import exc as sa_exc
 from stevedore import extension
 
+LOG = logging.getLogger(__name__)
 PATH = "/healthcheck"
 CHECK_NAME = "placement_database"
 
@@ -78,7 +80,9 @@ class DatabaseCheck(pluginbase.HealthcheckBaseExtension):
         try:
             with self.db.engine.connect() as conn:
                 conn.exec_driver_sql("SELECT 1").scalar()
-        except (sa_exc.SQLAlchemyError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the answer is 503
+            if not isinstance(exc, sa_exc.SQLAlchemyError | OSError):
+                LOG.exception("the database check failed unexpectedly")
             orig = getattr(exc, "orig", None) or exc
             result = pluginbase.HealthcheckResult(
                 available=False,

@@ -77,6 +77,12 @@ def test_a_refused_connection_is_the_reason_and_the_error_only_a_detail():
     assert result.details == "backend fake: Connection refused"
 
 
+def test_an_unexpected_error_in_the_check_is_a_503_too():
+    result = _check(_Engine(error=RuntimeError("driver bug"))).healthcheck(8778)
+    assert (result.available, result.reason) == (False, "The database cannot be reached")
+    assert result.details == "backend fake: driver bug"
+
+
 def test_a_hung_database_answers_within_the_timeout_and_runs_one_query():
     gate = threading.Event()
     engine = _Engine(gate)
