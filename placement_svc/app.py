@@ -282,10 +282,9 @@ def create_app(conf, db: Database | None = None):
             create_engine(conf.placement_database.connection, conf.placement_database),
             max_retries=conf.placement_database.db_max_retries,
         )
-    counts = metrics.Metrics(getattr(db, "engine", None)) if conf.metrics.enabled else None
-    if counts is not None and getattr(db, "on_retry", False) is None:
-        # Reports to whichever application serves the request (metrics.CURRENT);
-        # a stand-in for a Database (in a test) may have no such hook.
+    counts = metrics.Metrics(db.engine) if conf.metrics.enabled else None
+    if counts is not None and db.on_retry is None:
+        # Reports to whichever application serves the request (metrics.CURRENT).
         db.on_retry = metrics.db_retry
     enforcer = policy.make_enforcer(conf)  # a bad policy file stops us here
     application = create_falcon_app(db, conf, enforcer, counts)

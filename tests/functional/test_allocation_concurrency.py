@@ -190,8 +190,17 @@ class _ConflictingDatabase:
 
     def __init__(self, db: Database):
         self.db = db
+        self.engine = db.engine
         self.failures = 0
         self.writes = 0
+
+    @property
+    def on_retry(self):
+        return self.db.on_retry
+
+    @on_retry.setter
+    def on_retry(self, hook):
+        self.db.on_retry = hook
 
     def read(self, fn):
         return self.db.read(fn)

@@ -165,6 +165,9 @@ def test_the_committed_sample_is_what_the_generator_writes(tmp_path):
 class UntouchableDatabase:
     """A refused request must not reach the database; an allowed one does."""
 
+    engine = None  # no pool for the metrics to watch
+    on_retry = None
+
     class Touched(Exception):
         pass
 
