@@ -58,6 +58,22 @@ def import_wsgi(tmp_path):
     )
 
 
+def python_output(*args, cwd, env=None) -> str:
+    """This Python run with ``args`` in a child process in ``cwd`` (with
+    ``environment(cwd)`` unless ``env`` is given): its stdout, once it has
+    exited 0."""
+    result = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=environment(cwd) if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def run(*args, cwd, check=False, **kwargs) -> subprocess.CompletedProcess:
     result = subprocess.run(
         [*CLI, *args],
@@ -450,16 +466,8 @@ class TestWsgi:
         if os.path.exists("/etc/placement/placement.conf"):
             pytest.skip("this machine has an /etc/placement/placement.conf")
         run("db", "sync", cwd=tmp_path, check=True)  # the quick-start SQLite file
-        result = subprocess.run(
-            [sys.executable, "-c", WSGI_MODULES],
-            cwd=tmp_path,
-            env=environment(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 0, result.stderr
-        loaded = json.loads(result.stdout.splitlines()[-1])
+        output = python_output("-c", WSGI_MODULES, cwd=tmp_path)
+        loaded = json.loads(output.splitlines()[-1])
         assert loaded["gunicorn"] is False
         assert "placement_svc.bootstrap" in loaded["ours"]
         assert "placement_svc.cli" not in loaded["ours"]
@@ -470,16 +478,7 @@ class TestWsgi:
         conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
         run("db", "sync", "--config-file", conf_path, cwd=tmp_path, check=True)
         env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
-        result = subprocess.run(
-            [sys.executable, "-c", WSGI_REQUEST],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.strip() == "200 OK True"
+        assert python_output("-c", WSGI_REQUEST, cwd=tmp_path, env=env).strip() == "200 OK True"
 
     def test_the_application_wants_a_synced_database(self, tmp_path):
         write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")

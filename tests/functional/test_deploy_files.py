@@ -58,6 +58,7 @@ from tests.functional.test_cli import (
     environment,
     free_port,
     get,
+    python_output,
     run,
     write_conf,
 )
@@ -476,16 +477,7 @@ class TestContainerfile:
         env = dict(environment(tmp_path), PYTHONPATH=str(site))
 
         def from_the_wheel(*args) -> str:
-            result = subprocess.run(
-                [sys.executable, *args],
-                cwd=tmp_path,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            assert result.returncode == 0, result.stderr
-            return result.stdout
+            return python_output(*args, cwd=tmp_path, env=env)
 
         where = from_the_wheel("-c", "import placement_svc.cli as m; print(m.__file__)")
         assert pathlib.Path(where.strip()).is_relative_to(site)
@@ -596,16 +588,8 @@ def wsgi_answer(tmp_path, load: str, config_dir: pathlib.Path) -> str:
     process with OS_PLACEMENT_CONFIG_DIR as given, after db sync."""
     conf = write_conf(config_dir, f"sqlite:///{tmp_path}/placement.db")
     run("db", "sync", "--config-file", conf, cwd=tmp_path, check=True)
-    result = subprocess.run(
-        [sys.executable, "-c", WSGI_GET_ROOT.format(load=load)],
-        cwd=tmp_path,
-        env=dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(config_dir)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
+    env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(config_dir))
+    return python_output("-c", WSGI_GET_ROOT.format(load=load), cwd=tmp_path, env=env).strip()
 
 
 class TestWsgiServers:
