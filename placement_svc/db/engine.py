@@ -24,6 +24,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
+from placement_svc.db import tables
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
 
 LOG = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ def create_engine(url: str, db_conf: Any = None) -> Engine:
             pool_timeout=db_conf.pool_timeout,
         )
     engine = sa.create_engine(url, **kwargs)
+    count_world_changes(engine)
     if backend == "mysql":
         sql_mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
         if sql_mode:
@@ -83,6 +85,7 @@ def _sqlite_engine(url: str, db_conf: Any) -> Engine:
         # One connection per thread; SQLite files are opened cheaply.
         poolclass=sa.pool.QueuePool if ":memory:" not in url else sa.pool.StaticPool,
     )
+    count_world_changes(engine)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -101,6 +104,40 @@ def _sqlite_engine(url: str, db_conf: Any) -> Engine:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
+
+
+_COUNTED = "world_generation_counted"
+_BUMP = (
+    sa.update(tables.world_generation)
+    .where(tables.world_generation.c.id == 1)
+    .values(generation=tables.world_generation.c.generation + 1)
+)
+
+
+def count_world_changes(engine: Engine) -> None:
+    """Add one to the world generation in every transaction that changes the
+    shape of the cloud (tables.changes_world), once per transaction, right
+    after its first such statement: whatever writes (the API, a test, a bench
+    loading rows), whoever reads the generation next knows the shape moved.
+    A savepoint rolled back may have taken the increment with it: the next
+    change counts again."""
+
+    @event.listens_for(engine, "after_execute")
+    def _after(conn: Connection, stmt: Any, multiparams: Any, params: Any, *_rest: Any) -> None:
+        if (
+            isinstance(stmt, sa.sql.dml.UpdateBase)
+            and stmt.table is not tables.world_generation
+            and not conn.info.get(_COUNTED)
+            and tables.changes_world(stmt, multiparams, params)
+        ):
+            conn.info[_COUNTED] = True
+            conn.execute(_BUMP)
+
+    def _forget(conn: Connection, *_args: Any) -> None:
+        conn.info[_COUNTED] = False
+
+    for name in ("begin", "commit", "rollback", "rollback_savepoint"):
+        event.listen(engine, name, _forget)
 
 
 # Why a transaction is run again: deadlock, serialization, lock (a lock wait

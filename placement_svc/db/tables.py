@@ -12,6 +12,7 @@ import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     DateTime,
     Float,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     String,
     Table,
     UniqueConstraint,
+    Update,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.types import TypeEngine
@@ -219,6 +221,46 @@ resource_provider_traits = Table(
     Index("resource_provider_traits_resource_provider_id_idx", "resource_provider_id"),
     **_MYSQL,
 )
+
+# placement-svc's own: one row whose generation goes up in every transaction
+# that changes what GET /allocation_candidates reads of the cloud's shape (see
+# changes_world). A process keeps that shape between requests and reads it
+# again only when this number has moved (candidates/world.py).
+world_generation = Table(
+    "world_generation",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("generation", BigInteger, nullable=False, default=0),
+    **_MYSQL,
+)
+
+# The shape of the cloud: any write to these tables changes it...
+WORLD_TABLES = frozenset(
+    {"inventories", "resource_provider_traits", "resource_provider_aggregates"}
+)
+# ...and so do a provider's creation, deletion and any update of its row but
+# one that sets only these (generations go up with every claim).
+_NOT_SHAPE = frozenset({"generation", "updated_at", "name"})
+
+
+def changes_world(stmt: Any, multiparams: Any = (), params: Any = None) -> bool:
+    """Whether an INSERT, UPDATE or DELETE statement changes the shape of
+    the cloud. Unsure (an unknown form of statement) counts as yes."""
+    table = getattr(getattr(stmt, "table", None), "name", None)
+    if table in WORLD_TABLES:
+        return True
+    if table != resource_providers.name:
+        return False
+    if not isinstance(stmt, Update):
+        return True
+    columns = {getattr(key, "key", key) for key in getattr(stmt, "_values", None) or ()}
+    for each in ([params] if params else []) + list(multiparams or ()):
+        if isinstance(each, dict):
+            columns.update(each)
+        elif isinstance(each, list | tuple):
+            columns.update(k for row in each if isinstance(row, dict) for k in row)
+    return not columns or not columns <= _NOT_SHAPE
+
 
 # Deleted in this order (children first) when a database is emptied.
 ALL_TABLES = [
