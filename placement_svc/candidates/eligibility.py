@@ -149,11 +149,21 @@ def anchors(found: Found, request: Request) -> list[int]:
     rules are the root's alone: a child's traits or aggregates, and the
     sharing providers a candidate may add, do not count."""
     roots = sorted({p.root_id for p in found.providers.values()})
+    return roots_meeting(request, roots, found.traits, found.aggregates)
+
+
+def roots_meeting(
+    request: Request,
+    roots: list[int],
+    traits: dict[int, frozenset[str]],
+    aggregates: dict[int, frozenset[str]],
+) -> list[int]:
+    """Those of ``roots`` (in their order) that meet the request's root rules."""
     if request.root_required or request.root_forbidden:
-        required, forbidden, traits = request.root_required, request.root_forbidden, found.traits
+        required, forbidden = request.root_required, request.root_forbidden
         roots = [r for r in roots if required <= traits[r] and not (forbidden & traits[r])]
     if request.root_member_of:
-        roots = [r for r in roots if in_aggregates(request, found.aggregates.get(r, _NONE))]
+        roots = [r for r in roots if in_aggregates(request, aggregates.get(r, _NONE))]
     return roots
 
 

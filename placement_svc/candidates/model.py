@@ -40,6 +40,8 @@ class Room(NamedTuple):
 class Found:
     """What the search loaded for one request, and what eligibility.py made of
     it (options, roots): everything merge.py and render.py need, as plain data.
+    ``providers``, ``traits``, ``trait_ids`` and ``aggregates`` may be the
+    process's kept world itself (world.py): read them, never change them.
     """
 
     providers: dict[int, Provider] = field(default_factory=dict)
@@ -63,6 +65,9 @@ class Found:
     sharing: set[int] = field(default_factory=set)
     shares_with: dict[int, set[int]] = field(default_factory=dict)  # sharing id -> root ids
     roots: list[int] = field(default_factory=list)  # anchors, in id order
+    # False when the search covered only the first anchors of the cloud (in
+    # id order): a prefix of the whole answer's trees, see search.search.
+    complete: bool = True
 
 
 # What GET /allocation_candidates/explain reads besides a Found: the whole

@@ -1,12 +1,13 @@
 """The SQL of GET /allocation_candidates: what a request's groups could use.
 
 A bounded number of statements per request, whatever the number of
-providers: the room of the requested classes, then the providers of the
-trees involved with their traits, the sharing providers' aggregate
-neighbours and, for member_of, the providers' aggregates (for root_member_of
-alone, the roots'). The rows become a Found; which providers may serve which
-group is decided from it by eligibility.py (pure), combining groups into
-candidates is merge.py.
+providers: the ids of the requested traits and classes, the world
+generation (and, when it has moved, the shape of the cloud again: see
+world.py), and the used amounts of the requested classes. ``of_world``
+(pure) makes of those the request's Found: the room of the requested
+classes and the providers of the trees involved; which providers may serve
+which group is decided from it by eligibility.py (pure), combining groups
+into candidates is merge.py.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from placement_svc import errors
-from placement_svc.candidates import eligibility
+from placement_svc.candidates import eligibility, world
 from placement_svc.candidates.model import Found, Provider, Room
 from placement_svc.candidates.request import Request
 from placement_svc.db import names, tables
 
-SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
+SHARING_TRAIT = world.SHARING_TRAIT
 RP = tables.resource_providers
 INV = tables.inventories
 ALLOC = tables.allocations
@@ -34,8 +35,23 @@ RPA = tables.resource_provider_aggregates
 AGG = tables.placement_aggregates
 
 
-def search(conn: Connection, request: Request) -> Found:
-    found = Found()
+def search(
+    conn: Connection,
+    request: Request,
+    worlds: world.Worlds | None = None,
+    first: int | None = None,
+) -> Found:
+    """What the request's groups could use, from the shape of the cloud this
+    process keeps for the database (``worlds``; by default the one kept for
+    the connection's engine) and usages read now.
+
+    With ``first``, only the first ``first`` anchors (in id order) and the
+    sharing providers' trees are searched, when there are more: the Found
+    then says it is not ``complete``, and its anchors are a prefix of the
+    whole search's. The depth-first walk (no random order) takes tree after
+    tree in that order, so the candidates of those trees are the first ones
+    of the whole answer.
+    """
     trait_ids = names.trait_ids(conn, request.trait_names())
     unknown = sorted(request.trait_names() - set(trait_ids))
     if unknown:
@@ -47,7 +63,7 @@ def search(conn: Connection, request: Request) -> Found:
             f"Invalid resource class in resources parameter: No such resource class "
             f"{', '.join(unknown)}."
         )
-    # 1. Room for every requested class, on providers that can take the least amount.
+    # Room for every requested class, on providers that can take the least amount.
     smallest: dict[str, int] = {}
     for group in request.groups.values():
         for rc, amount in group.resources.items():
@@ -57,76 +73,127 @@ def search(conn: Connection, request: Request) -> Found:
         for rc, amount in smallest.items()
         if amount <= tables.MAX_INT  # no inventory can hold more (max_unit is an INT)
     }
-    found.with_room = _load_room(conn, found, wanted)
+    shape = (worlds or world.of(conn.engine)).current(conn)
+    cut = None if first is None else window(shape, request, wanted, first)
+    used = used_amounts(conn, sorted(wanted), None if cut is None else _id_range(shape, cut[0]))
+    return searched(shape, request, wanted, used, cut)
+
+
+def window(
+    shape: world.World, request: Request, wanted: dict[int, tuple[str, int]], first: int
+) -> tuple[set[int], int] | None:
+    """The trees (roots) a search of the first ``first`` anchors reads, and
+    the last of those anchors; None when there are no more anchors than
+    that. Besides those anchors, the trees of the sharing providers. Pure."""
+    trees = shape.trees(frozenset(wanted))
+    anchors = eligibility.roots_meeting(request, trees.roots, shape.traits, shape.aggregates)
+    if len(anchors) <= first:
+        return None
+    roots = set(anchors[:first])
+    roots.update(shape.providers[pid].root_id for pid in trees.sharing)
+    return roots, anchors[first - 1]
+
+
+def searched(
+    shape: world.World,
+    request: Request,
+    wanted: dict[int, tuple[str, int]],
+    used: dict[int, dict[int, int]],
+    cut: tuple[set[int], int] | None = None,
+) -> Found:
+    """The request's Found from the shape and the used amounts, with the
+    eligibility rules applied; with ``cut`` (see ``window``) of its trees
+    alone, the anchors up to its last. Pure."""
+    found = of_world(shape, wanted, used, None if cut is None else cut[0])
+    found.complete = cut is None
     if not found.with_room and all(g.resources for g in request.groups.values()):
         return found
-    # 2. Every provider of the trees holding the requested classes.
-    trees = (
-        sa.select(RP.c.root_provider_id)
-        .where(
-            RP.c.id.in_(
-                sa.select(INV.c.resource_provider_id).where(
-                    INV.c.resource_class_id.in_(sorted(wanted))
-                )
-            )
-        )
-        .scalar_subquery()
-    )
-    in_trees: ColumnElement[bool] = RP.c.root_provider_id.in_(trees)
-    trait_names: dict[int, list[str]] = {}
-    _load_providers(conn, found, in_trees, trait_names)
-    # 3. Sharing providers and the trees they share with.
-    found.sharing = {pid for pid, held in trait_names.items() if SHARING_TRAIT in held}
-    missing_roots = _load_sharing(conn, found)
-    if missing_roots:
-        more = RP.c.root_provider_id.in_(sorted(missing_roots))
-        _load_providers(conn, found, more, trait_names)
-        in_trees = in_trees | more
-    found.traits = interned(trait_names, found.providers)
-    # Aggregates matter only to member_of (sharing has its own query above)
-    # and to root_member_of, which reads the roots' alone.
-    if any(group.member_of for group in request.groups.values()):
-        found.aggregates = aggregates_of(conn, found.providers, in_trees)
-    elif request.root_member_of:
-        roots = in_trees & (RP.c.id == RP.c.root_provider_id)
-        found.aggregates = aggregates_of(conn, found.providers, roots)
     eligibility.apply(found, request)
+    if cut is not None:
+        found.roots = [root for root in found.roots if root <= cut[1]]
     return found
 
 
-def _load_room(
-    conn: Connection, found: Found, wanted: dict[int, tuple[str, int]]
-) -> dict[str, list[int]]:
-    """Room of the requested classes: class -> providers (in id order) with room
-    for the class's smallest amount.
+def _id_range(shape: world.World, window: set[int] | None) -> tuple[int, int] | None:
+    """The smallest and largest provider id of the trees in ``window``."""
+    if window is None:
+        return None
+    ids = [pid for root in window for pid in shape.members.get(root, ())]
+    return (min(ids), max(ids)) if ids else (0, -1)
 
-    Two plain reads, inventories and the used amounts of those classes, and the
-    arithmetic in Python: cheaper on every backend than joining an aggregate
-    and filtering in SQL. Every row read also serves the provider summaries
-    (found.room, found.full), so they need not read these classes again.
+
+def of_world(
+    shape: world.World,
+    wanted: dict[int, tuple[str, int]],
+    used: dict[int, dict[int, int]],
+    window: set[int] | None = None,
+) -> Found:
+    """The Found of a request for ``wanted`` (class id -> (class, smallest
+    amount asked)), from the shape of the cloud and the used amounts (class
+    id -> provider -> used) of those classes; with ``window``, of those
+    trees alone (roots). Pure.
+
+    Room: every inventory of a wanted class, with or without room (provider
+    summaries show both). Providers: those of the trees holding an inventory
+    of a wanted class, and of the trees their sharing providers share with.
     """
-    with_room: dict[str, list[int]] = {}
-    if not wanted:
-        return with_room
-    used, rows = inventories(conn, sorted(wanted))
-    room, full = found.room, found.full
-    per_class = {
-        rc_id: (rc, amount, used[rc_id], with_room.setdefault(rc, []).append)
-        for rc_id, (rc, amount) in wanted.items()
-    }
-    for pid, rc_id, total, reserved, ratio, min_unit, max_unit, step_size in rows:
-        rc, amount, used_of, hold = per_class[rc_id]
-        taken = used_of.get(pid, 0)
-        capacity = (total - reserved) * ratio
-        free = capacity - taken
-        if free >= amount and max_unit >= amount:
-            room[(pid, rc)] = Room(free, min_unit, max_unit, step_size, int(capacity), taken)
-            hold(pid)
-        else:
-            full[(pid, rc)] = (int(capacity), taken)
-    for holders in with_room.values():
-        holders.sort()
-    return {rc: holders for rc, holders in with_room.items() if holders}
+    found = Found()
+    trees = shape.trees(frozenset(wanted))
+    providers = shape.providers
+    inside: set[int] | None = None
+    if window is not None:
+        inside = {pid for root in window for pid in shape.members.get(root, ())}
+    room, full, with_room = found.room, found.full, found.with_room
+    for rc_id, (rc, amount) in wanted.items():
+        used_of = used.get(rc_id, {})
+        holders: list[int] = []
+        hold = holders.append
+        for pid, capacity, whole, min_unit, max_unit, step_size in shape.stock.get(rc_id, ()):
+            if inside is not None and pid not in inside:
+                continue
+            taken = used_of.get(pid, 0)
+            free = capacity - taken
+            if free >= amount and max_unit >= amount:
+                room[(pid, rc)] = Room(free, min_unit, max_unit, step_size, whole, taken)
+                hold(pid)
+            else:
+                full[(pid, rc)] = (whole, taken)
+        if holders:
+            with_room[rc] = holders
+    found.sharing = set(trees.sharing)
+    found.shares_with = {pid: set(shape.shares_with[pid]) for pid in trees.sharing}
+    if inside is not None:
+        found.providers = {pid: providers[pid] for pid in sorted(inside)}
+    elif len(trees.all_roots) == len(shape.roots):
+        found.providers = providers  # the world's own: read, never changed
+    else:
+        roots = trees.all_roots
+        found.providers = {pid: p for pid, p in providers.items() if p.root_id in roots}
+    found.traits, found.trait_ids = shape.traits, shape.trait_ids
+    found.aggregates = shape.aggregates
+    return found
+
+
+def used_amounts(
+    conn: Connection, rc_ids: list[int], id_range: tuple[int, int] | None = None
+) -> dict[int, dict[int, int]]:
+    """class id -> provider -> the amount allocated, for these classes (and
+    the providers with an id in ``id_range``, both ends included): one
+    grouped read, in the request's transaction."""
+    used: dict[int, dict[int, int]] = {rc_id: {} for rc_id in rc_ids}
+    if not rc_ids:
+        return used
+    stmt = sa.select(
+        ALLOC.c.resource_provider_id,
+        ALLOC.c.resource_class_id,
+        sa.func.sum(ALLOC.c.used),
+    ).where(ALLOC.c.resource_class_id.in_(rc_ids))
+    if id_range is not None:
+        stmt = stmt.where(ALLOC.c.resource_provider_id.between(*id_range))
+    stmt = stmt.group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+    for pid, rc_id, amount in conn.execute(stmt).all():
+        used[rc_id][pid] = int(amount)
+    return used
 
 
 def inventories(
@@ -135,17 +202,7 @@ def inventories(
     """Every inventory of these classes, and their used amounts (class ->
     provider -> used): two plain reads. The rows are (provider, class,
     total, reserved, allocation_ratio, min_unit, max_unit, step_size)."""
-    used: dict[int, dict[int, int]] = {rc_id: {} for rc_id in rc_ids}
-    for pid, rc_id, amount in conn.execute(
-        sa.select(
-            ALLOC.c.resource_provider_id,
-            ALLOC.c.resource_class_id,
-            sa.func.sum(ALLOC.c.used),
-        )
-        .where(ALLOC.c.resource_class_id.in_(rc_ids))
-        .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-    ).all():
-        used[rc_id][pid] = int(amount)
+    used = used_amounts(conn, rc_ids)
     rows = conn.execute(
         sa.select(
             INV.c.resource_provider_id,
@@ -159,50 +216,6 @@ def inventories(
         ).where(INV.c.resource_class_id.in_(rc_ids))
     ).all()
     return used, rows
-
-
-def _load_providers(
-    conn: Connection, found: Found, where: ColumnElement[bool], trait_names: dict[int, list[str]]
-) -> None:
-    """The providers matching ``where``, with the names of their traits (one
-    statement: a provider comes once per trait, or once with none)."""
-    providers, trait_ids = found.providers, found.trait_ids
-    rows = conn.execute(
-        sa.select(
-            RP.c.id,
-            RP.c.uuid,
-            RP.c.parent_provider_id,
-            RP.c.root_provider_id,
-            TRAIT.c.name,
-            TRAIT.c.id,
-        )
-        .select_from(
-            RP.outerjoin(RPT, RPT.c.resource_provider_id == RP.c.id).outerjoin(
-                TRAIT, TRAIT.c.id == RPT.c.trait_id
-            )
-        )
-        .where(where)
-    ).all()
-    for pid, uuid, parent_id, root_id, trait, trait_id in rows:
-        if pid not in providers:
-            providers[pid] = Provider(pid, uuid, parent_id, root_id)
-        if trait is not None:
-            trait_ids[trait] = trait_id
-            held = trait_names.get(pid)
-            if held is None:
-                trait_names[pid] = [trait]
-            else:
-                held.append(trait)
-
-
-def _load_sharing(conn: Connection, found: Found) -> set[int]:
-    """The roots each sharing provider shares with (through an aggregate);
-    returns the roots of trees shared with that are not loaded yet."""
-    if not found.sharing:
-        return set()
-    found.shares_with = shared_roots(conn, found.sharing, found.providers)
-    # The trees shared with must be loaded too (their providers may serve other groups).
-    return set().union(*found.shares_with.values()) - {p.root_id for p in found.providers.values()}
 
 
 def shared_roots(
@@ -228,20 +241,6 @@ def shared_roots(
     return shares_with
 
 
-def interned(names_of: dict[int, list[str]], providers: Iterable[int]) -> dict[int, frozenset[str]]:
-    """provider -> its names as a frozenset, for every provider given (empty if
-    it has none); equal sets are one object."""
-    shared: dict[tuple[str, ...], frozenset[str]] = {(): frozenset()}
-    result = {}
-    for pid in providers:
-        key = tuple(sorted(names_of.get(pid, ())))
-        value = shared.get(key)
-        if value is None:
-            value = shared[key] = frozenset(key)
-        result[pid] = value
-    return result
-
-
 def aggregates_of(
     conn: Connection, providers: dict[int, Provider], in_trees: ColumnElement[bool]
 ) -> dict[int, frozenset[str]]:
@@ -258,7 +257,7 @@ def aggregates_of(
         .where(in_trees)
     ).all():
         names_of.setdefault(pid, []).append(uuid)
-    return interned(names_of, providers)
+    return world.interned(names_of, providers)
 
 
 def provider_names(conn: Connection, ids: Iterable[int]) -> dict[int, str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.candidates import search
+from placement_svc.candidates import search, world
 from placement_svc.candidates.model import Provider, Stock, Survey
 from placement_svc.candidates.request import Request
 from placement_svc.db import names, tables
@@ -54,7 +54,7 @@ def load(conn: Connection, request: Request) -> Survey:
             survey.names[pid] = name
         if trait is not None:
             trait_names.setdefault(pid, []).append(trait)
-    survey.traits = search.interned(trait_names, survey.providers)
+    survey.traits = world.interned(trait_names, survey.providers)
     survey.stock = _stock(conn, request.resource_classes())
     # The sharing providers the search sees: those of a tree that holds an
     # inventory of a requested class (it reads sharing off those trees).

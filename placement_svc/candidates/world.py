@@ -1,0 +1,261 @@
+"""The shape of the cloud, kept by each process between requests.
+
+What GET /allocation_candidates reads of the cloud is mostly its shape: the
+providers and their trees, every inventory, the traits, the aggregates, the
+sharing providers and whom they share with. That changes rarely; usages
+change with every claim. A World is the whole shape as plain data, read in
+a fixed number of statements; ``Worlds`` keeps the newest one per engine
+and reads it again only when the world generation has moved: one row,
+increased in every transaction that changes the shape (db/engine.py,
+tables.changes_world), read in the request's own transaction. Usages are
+always read fresh (search.py).
+
+A World is shared by the requests of a process at once: nothing may change
+it after ``load``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from placement_svc.candidates.model import Provider
+from placement_svc.db import tables
+
+SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
+RP = tables.resource_providers
+INV = tables.inventories
+TRAIT = tables.traits
+RPT = tables.resource_provider_traits
+RPA = tables.resource_provider_aggregates
+AGG = tables.placement_aggregates
+GENERATION = tables.world_generation
+
+# A World older than this is read again even if the generation has not
+# moved: a change made in SQL by hand, outside every engine of ours, is seen
+# within this long.
+MAX_AGE = 60.0
+
+
+class Stock(NamedTuple):
+    """One inventory, as the search weighs it against a requested amount."""
+
+    provider: int
+    capacity: float  # (total - reserved) * allocation_ratio
+    whole: int  # int(capacity): what provider summaries show
+    min_unit: int
+    max_unit: int
+    step_size: int
+
+
+class Trees(NamedTuple):
+    """What a request for some classes searches, before any usage: the trees
+    holding an inventory of one of them and the sharing providers among
+    those trees."""
+
+    roots: list[int]  # all_roots, in id order
+    sharing: frozenset[int]
+    all_roots: frozenset[int]  # those trees, and the trees the sharing providers share with
+
+
+@dataclass
+class World:
+    generation: int | None  # None: the database has no generation row
+    providers: dict[int, Provider] = field(default_factory=dict)  # in id order
+    traits: dict[int, frozenset[str]] = field(default_factory=dict)  # every provider
+    trait_ids: dict[str, int] = field(default_factory=dict)  # every trait held
+    aggregates: dict[int, frozenset[str]] = field(default_factory=dict)  # every provider
+    stock: dict[int, list[Stock]] = field(default_factory=dict)  # class id -> in provider order
+    # class id -> the roots of the trees holding an inventory of it
+    holders: dict[int, frozenset[int]] = field(default_factory=dict)
+    sharing: frozenset[int] = frozenset()
+    shares_with: dict[int, frozenset[int]] = field(default_factory=dict)  # sharing -> roots
+    roots: frozenset[int] = frozenset()
+    members: dict[int, list[int]] = field(default_factory=dict)  # root -> its tree, in id order
+    loaded_at: float = 0.0
+    # class ids -> Trees: a request's trees, worked out once per world
+    _trees: dict[frozenset[int], Trees] = field(default_factory=dict, repr=False)
+
+    def trees(self, rc_ids: frozenset[int]) -> Trees:
+        """The trees a request for these classes searches (see Trees)."""
+        known = self._trees.get(rc_ids)
+        if known is not None:
+            return known
+        roots: set[int] = set()
+        for rc_id in rc_ids:
+            roots.update(self.holders.get(rc_id, ()))
+        providers = self.providers
+        sharing = frozenset(pid for pid in self.sharing if providers[pid].root_id in roots)
+        every = set(roots)
+        for pid in sharing:
+            every.update(self.shares_with[pid])
+        known = Trees(sorted(every), sharing, frozenset(every))
+        if len(self._trees) < 256:  # requests name few sets of classes
+            self._trees[rc_ids] = known
+        return known
+
+
+def load(conn: Connection, generation: int | None = None) -> World:
+    """The whole shape of the cloud, in four statements."""
+    world = World(generation, loaded_at=time.monotonic())
+    providers, trait_ids = world.providers, world.trait_ids
+    trait_names: dict[int, list[str]] = {}
+    rows = conn.execute(
+        sa.select(
+            RP.c.id,
+            RP.c.uuid,
+            RP.c.parent_provider_id,
+            RP.c.root_provider_id,
+            TRAIT.c.name,
+            TRAIT.c.id,
+        )
+        .select_from(
+            RP.outerjoin(RPT, RPT.c.resource_provider_id == RP.c.id).outerjoin(
+                TRAIT, TRAIT.c.id == RPT.c.trait_id
+            )
+        )
+        .order_by(RP.c.id)
+    ).all()
+    for pid, uuid, parent_id, root_id, trait, trait_id in rows:
+        if pid not in providers:
+            providers[pid] = Provider(pid, uuid, parent_id, root_id)
+        if trait is not None:
+            trait_ids[trait] = trait_id
+            trait_names.setdefault(pid, []).append(trait)
+    world.traits = interned(trait_names, providers)
+    for provider in providers.values():
+        world.members.setdefault(provider.root_id, []).append(provider.id)
+    world.roots = frozenset(world.members)
+    _load_stock(conn, world)
+    _load_aggregates(conn, world)
+    return world
+
+
+def _load_stock(conn: Connection, world: World) -> None:
+    holders: dict[int, set[int]] = {}
+    providers = world.providers
+    for pid, rc_id, total, reserved, ratio, min_unit, max_unit, step_size in conn.execute(
+        sa.select(
+            INV.c.resource_provider_id,
+            INV.c.resource_class_id,
+            INV.c.total,
+            INV.c.reserved,
+            INV.c.allocation_ratio,
+            INV.c.min_unit,
+            INV.c.max_unit,
+            INV.c.step_size,
+        ).order_by(INV.c.resource_provider_id)
+    ):
+        provider = providers.get(pid)
+        if provider is None:  # added after the providers were read (READ COMMITTED)
+            continue
+        capacity = (total - reserved) * ratio
+        world.stock.setdefault(rc_id, []).append(
+            Stock(pid, capacity, int(capacity), min_unit, max_unit, step_size)
+        )
+        holders.setdefault(rc_id, set()).add(provider.root_id)
+    world.holders = {rc_id: frozenset(roots) for rc_id, roots in holders.items()}
+
+
+def _load_aggregates(conn: Connection, world: World) -> None:
+    """Every provider's aggregates, and the trees each sharing provider
+    shares with: those of every provider in one of its aggregates, and its
+    own."""
+    names_of: dict[int, list[str]] = {}
+    members: dict[int, list[int]] = {}  # aggregate id -> providers
+    for pid, aggregate_id, uuid in conn.execute(
+        sa.select(RPA.c.resource_provider_id, RPA.c.aggregate_id, AGG.c.uuid).select_from(
+            RPA.join(AGG, AGG.c.id == RPA.c.aggregate_id)
+        )
+    ):
+        if pid not in world.providers:
+            continue
+        names_of.setdefault(pid, []).append(uuid)
+        members.setdefault(aggregate_id, []).append(pid)
+    world.aggregates = interned(names_of, world.providers)
+    providers = world.providers
+    world.sharing = frozenset(pid for pid, held in world.traits.items() if SHARING_TRAIT in held)
+    if not world.sharing:
+        return
+    reach: dict[int, set[int]] = {pid: {providers[pid].root_id} for pid in world.sharing}
+    for pids in members.values():
+        sharers = [pid for pid in pids if pid in reach]
+        if sharers:
+            roots = {providers[pid].root_id for pid in pids}
+            for pid in sharers:
+                reach[pid] |= roots
+    world.shares_with = {pid: frozenset(roots) for pid, roots in reach.items()}
+
+
+def interned(names_of: dict[int, list[str]], providers: Iterable[int]) -> dict[int, frozenset[str]]:
+    """provider -> its names as a frozenset, for every provider given (empty
+    if it has none); equal sets are one object."""
+    shared: dict[tuple[str, ...], frozenset[str]] = {(): frozenset()}
+    result = {}
+    for pid in providers:
+        key = tuple(sorted(names_of.get(pid, ())))
+        value = shared.get(key)
+        if value is None:
+            value = shared[key] = frozenset(key)
+        result[pid] = value
+    return result
+
+
+def generation(conn: Connection) -> int | None:
+    """The world generation in this transaction; None without its row."""
+    return conn.execute(sa.select(GENERATION.c.generation).where(GENERATION.c.id == 1)).scalar()
+
+
+class Worlds:
+    """The newest World of one database, as one process last read it."""
+
+    def __init__(self) -> None:
+        self._world: World | None = None
+        self._lock = threading.Lock()
+        self.loads = 0  # how many times the shape was read: for tests and benches
+
+    def current(self, conn: Connection) -> World:
+        """The shape of the cloud as this transaction sees it: the kept one
+        when the generation has not moved, else read now (and kept, if it is
+        the newest)."""
+        seen = generation(conn)
+        kept = self._world
+        if (
+            seen is not None
+            and kept is not None
+            and kept.generation == seen
+            and time.monotonic() - kept.loaded_at < MAX_AGE
+        ):
+            return kept
+        world = load(conn, seen)
+        with self._lock:
+            self.loads += 1
+            kept = self._world
+            if seen is not None and (
+                kept is None or kept.generation is None or kept.generation <= seen
+            ):
+                self._world = world
+        return world
+
+    def forget(self) -> None:
+        self._world = None
+
+
+_WORLDS: weakref.WeakKeyDictionary[Engine, Worlds] = weakref.WeakKeyDictionary()
+_WORLDS_LOCK = threading.Lock()
+
+
+def of(engine: Engine) -> Worlds:
+    """The Worlds kept for ``engine`` (one per database a process opened)."""
+    with _WORLDS_LOCK:
+        worlds = _WORLDS.get(engine)
+        if worlds is None:
+            worlds = _WORLDS[engine] = Worlds()
+        return worlds

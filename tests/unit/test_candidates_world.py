@@ -1,0 +1,236 @@
+"""The shape of the cloud a process keeps (candidates/world.py), the world
+generation that says when to read it again (db/engine.py, tables.py), and
+the search of the first anchors only (search.window / search.searched).
+
+What is proven: which statements change the shape (inventories, traits and
+aggregates of providers, providers created, deleted or moved; not a claim's
+generation bump nor a rename); the generation goes up once per transaction
+that changes the shape, not for a rolled-back one nor a claim; a kept World
+is used while the generation stands, read again when it moves, when it is
+older than MAX_AGE, and always without a generation row; and, on random
+hand-built worlds, a search of the first N anchors walks into a prefix of
+the whole answer, its anchors a prefix of the whole search's, equal to it
+once N covers every anchor.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import sqlalchemy as sa
+
+from placement_svc.candidates import merge, search, world
+from placement_svc.candidates.model import Provider
+from placement_svc.db import engine as db_engine
+from placement_svc.db import tables
+from tests.unit.test_candidates_merge import World, ask, random_room
+
+RP = tables.resource_providers
+INV = tables.inventories
+
+
+@pytest.mark.parametrize(
+    ("stmt", "changes"),
+    [
+        (sa.insert(INV), True),
+        (sa.delete(tables.resource_provider_traits), True),
+        (sa.update(tables.resource_provider_aggregates), True),
+        (sa.insert(RP), True),
+        (sa.delete(RP), True),
+        (sa.update(RP).values(parent_provider_id=2), True),
+        (sa.update(RP).values(root_provider_id=None), True),
+        (sa.update(RP).values(generation=RP.c.generation + 1, updated_at=None), False),
+        (sa.update(RP).values(name="renamed"), False),
+        (sa.insert(tables.allocations), False),
+        (sa.delete(tables.consumers), False),
+        (sa.insert(tables.traits), False),
+    ],
+)
+def test_which_statements_change_the_shape(stmt, changes):
+    assert tables.changes_world(stmt) is changes
+
+
+def test_an_update_of_providers_named_by_parameters_only_is_judged_by_them():
+    assert not tables.changes_world(sa.update(RP), [{"generation": 2}])
+    assert tables.changes_world(sa.update(RP), [{"generation": 2, "parent_provider_id": 1}])
+    assert tables.changes_world(sa.update(RP))  # nothing said: count it
+
+
+@pytest.fixture
+def engine(tmp_path):
+    engine = db_engine.create_engine(f"sqlite:///{tmp_path}/world.db")
+    tables.metadata.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(sa.insert(tables.world_generation).values(id=1, generation=0))
+        conn.execute(sa.insert(tables.resource_classes).values(id=0, name="VCPU"))
+    yield engine
+    engine.dispose()
+
+
+def generation(engine) -> int:
+    with engine.connect() as conn:
+        return world.generation(conn)
+
+
+def add_provider(conn, name: str) -> int:
+    pid = conn.execute(sa.insert(RP).values(uuid=name, name=name, generation=0)).lastrowid
+    conn.execute(sa.update(RP).where(RP.c.id == pid).values(root_provider_id=pid))
+    conn.execute(
+        sa.insert(INV).values(
+            resource_provider_id=pid, resource_class_id=0, total=8, reserved=0,
+            min_unit=1, max_unit=8, step_size=1, allocation_ratio=1.0,
+        )
+    )  # fmt: skip
+    return pid
+
+
+def test_the_generation_goes_up_once_per_transaction_that_changes_the_shape(engine):
+    with engine.begin() as conn:
+        pid = add_provider(conn, "a")
+        add_provider(conn, "b")
+    assert generation(engine) == 1
+    with engine.begin() as conn:  # a claim's generation bump, a rename
+        conn.execute(sa.update(RP).where(RP.c.id == pid).values(generation=RP.c.generation + 1))
+        conn.execute(sa.update(RP).where(RP.c.id == pid).values(name="renamed"))
+    assert generation(engine) == 1
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        conn.execute(sa.delete(INV).where(INV.c.resource_provider_id == pid))
+        raise RuntimeError("rolled back")
+    assert generation(engine) == 1
+    with engine.begin() as conn:
+        with pytest.raises(sa.exc.IntegrityError), conn.begin_nested():
+            conn.execute(sa.delete(INV).where(INV.c.resource_provider_id == pid))
+            conn.execute(sa.insert(RP).values(uuid="a", name="dup", generation=0))
+        # The savepoint took the increment with it: the next change counts.
+        conn.execute(sa.update(INV).where(INV.c.resource_provider_id == pid).values(total=4))
+    assert generation(engine) == 2
+
+
+def test_a_kept_world_is_used_until_the_generation_moves(engine, monkeypatch):
+    worlds = world.Worlds()
+    with engine.begin() as conn:
+        pid = add_provider(conn, "a")
+    for _ in range(3):
+        with engine.connect() as conn:
+            assert set(worlds.current(conn).providers) == {pid}
+    assert worlds.loads == 1
+    with engine.begin() as conn:
+        other = add_provider(conn, "b")
+    with engine.connect() as conn:
+        assert set(worlds.current(conn).providers) == {pid, other}
+        assert worlds.current(conn).stock[0][1] == world.Stock(other, 8.0, 8, 1, 8, 1)
+    assert worlds.loads == 2
+    monkeypatch.setattr(world, "MAX_AGE", 0.0)
+    with engine.connect() as conn:
+        worlds.current(conn)
+    assert worlds.loads == 3
+
+
+def test_without_a_generation_row_the_world_is_read_every_time(engine):
+    with engine.begin() as conn:
+        conn.execute(sa.delete(tables.world_generation))
+    worlds = world.Worlds()
+    for _ in range(2):
+        with engine.connect() as conn:
+            worlds.current(conn)
+    assert worlds.loads == 2
+
+
+# -- the first anchors only ---------------------------------------------------
+
+CLASS_IDS = {"VCPU": 0, "DISK_GB": 1}
+
+
+def as_world(built: World) -> world.World:
+    """The shape a database holding ``built`` would give: each Room as an
+    inventory of that capacity, nothing used."""
+    found = built.found
+    shape = world.World(1, providers=dict(sorted(found.providers.items())))
+    shape.traits = found.traits
+    shape.trait_ids = {"CUSTOM_A": 1, "CUSTOM_B": 2, "MISC_SHARES_VIA_AGGREGATE": 3}
+    holders: dict[int, set[int]] = {}
+    for (pid, rc), room in sorted(found.room.items()):
+        stock = world.Stock(pid, room.free, int(room.free), room.min_unit, room.max_unit, 1)
+        shape.stock.setdefault(CLASS_IDS[rc], []).append(stock)
+        holders.setdefault(CLASS_IDS[rc], set()).add(found.providers[pid].root_id)
+    shape.holders = {rc_id: frozenset(roots) for rc_id, roots in holders.items()}
+    shape.sharing = frozenset(found.sharing)
+    shape.shares_with = {pid: frozenset(roots) for pid, roots in found.shares_with.items()}
+    for provider in shape.providers.values():
+        shape.members.setdefault(provider.root_id, []).append(provider.id)
+    shape.roots = frozenset(shape.members)
+    return shape
+
+
+def random_cloud(rng: random.Random) -> World:
+    built = World()
+    classes = ("VCPU", "DISK_GB")
+    for t in range(rng.randint(3, 9)):
+        names = [f"T{t}"]
+        traits = rng.sample(("CUSTOM_A", "CUSTOM_B"), rng.randint(0, 1))
+        built.provider(names[0], room=random_room(rng, classes), traits=traits)
+        for c in range(rng.randint(0, 2)):
+            names.append(f"T{t}C{c}")
+            built.provider(names[-1], rng.choice(names[:-1]), room=random_room(rng, classes))
+    roots = [built.names[r] for r in built.found.roots]
+    for s in range(rng.randint(0, 2)):
+        built.sharing(f"S{s}", {"DISK_GB": rng.randint(1, 4)}, rng.sample(roots, 2))
+    return built
+
+
+def random_nova_query(rng: random.Random) -> str:
+    parts = ["resources=" + rng.choice(["VCPU:1", "VCPU:1,DISK_GB:1", "DISK_GB:2"])]
+    if rng.random() < 0.5:
+        parts.append("resources_G=" + rng.choice(["VCPU:1", "DISK_GB:1"]))
+    if rng.random() < 0.5:
+        parts.append("root_required=" + rng.choice(["!CUSTOM_A", "CUSTOM_B", "!CUSTOM_B"]))
+    parts.append("group_policy=" + rng.choice(["none", "isolate"]))
+    return "&".join(parts)
+
+
+def wanted_of(req) -> dict[int, tuple[str, int]]:
+    smallest: dict[str, int] = {}
+    for group in req.groups.values():
+        for rc, amount in group.resources.items():
+            smallest[rc] = min(amount, smallest.get(rc, amount))
+    return {CLASS_IDS[rc]: (rc, amount) for rc, amount in smallest.items()}
+
+
+def test_a_search_of_the_first_anchors_walks_into_a_prefix_of_the_whole_answer():
+    rng = random.Random(4242)
+    windowed = reached_all = 0
+    for _ in range(300):
+        shape = as_world(random_cloud(rng))
+        req = ask(random_nova_query(rng))
+        wanted = wanted_of(req)
+        whole = search.searched(shape, req, wanted, {})
+        answer = [c.key() for c in merge.generate(req, whole)]
+        for first in range(1, len(shape.roots) + 2):
+            cut = search.window(shape, req, wanted, first)
+            part = search.searched(shape, req, wanted, {}, cut)
+            walked = [c.key() for c in merge.generate(req, part)]
+            assert part.roots == whole.roots[: len(part.roots)]
+            assert walked == answer[: len(walked)]
+            if cut is None:
+                assert part.complete and walked == answer
+                reached_all += 1
+                break
+            windowed += 1
+            assert not part.complete and len(part.roots) in (0, first)  # 0: no room at all
+            # Only the window's trees (and the sharing providers') are read.
+            assert {p.root_id for p in part.providers.values()} == cut[0]
+    assert windowed > 300 and reached_all == 300
+
+
+def test_of_world_reads_the_room_of_the_wanted_classes_against_fresh_usage():
+    shape = world.World(1, providers={1: Provider(1, "u1", None, 1), 2: Provider(2, "u2", None, 2)})
+    shape.traits = {1: frozenset(), 2: frozenset()}
+    shape.stock = {0: [world.Stock(1, 8.0, 8, 1, 8, 1), world.Stock(2, 4.0, 4, 2, 4, 2)]}
+    shape.holders = {0: frozenset({1, 2})}
+    shape.members, shape.roots = {1: [1], 2: [2]}, frozenset({1, 2})
+    found = search.of_world(shape, {0: ("VCPU", 2)}, {0: {1: 7, 2: 1}})
+    assert found.with_room == {"VCPU": [2]}
+    assert found.full == {(1, "VCPU"): (8, 7)}
+    assert found.room[(2, "VCPU")] == (3.0, 2, 4, 2, 4, 1)
+    assert found.providers is shape.providers  # every tree: the world's own, shared
