@@ -12,6 +12,7 @@ into candidates is merge.py.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -86,7 +87,17 @@ def window(
     the last of those anchors; None when there are no more anchors than
     that. Besides those anchors, the trees of the sharing providers. Pure."""
     trees = shape.trees(frozenset(wanted))
-    anchors = eligibility.roots_meeting(request, trees.roots, shape.traits, shape.aggregates)
+    key = (
+        "anchors",
+        frozenset(wanted),
+        frozenset(request.root_required),
+        frozenset(request.root_forbidden),
+        repr(request.root_member_of),  # equal filters, equal reprs
+    )
+    anchors = shape.remember(
+        key,
+        lambda: eligibility.roots_meeting(request, trees.roots, shape.traits, shape.aggregates),
+    )
     if len(anchors) <= first:
         return None
     roots = set(anchors[:first])
@@ -143,12 +154,17 @@ def of_world(
     inside: set[int] | None = None
     if window is not None:
         inside = {pid for root in window for pid in shape.members.get(root, ())}
+        lowest, highest = (min(inside), max(inside)) if inside else (0, -1)
     room, full, with_room = found.room, found.full, found.with_room
     for rc_id, (rc, amount) in wanted.items():
         used_of = used.get(rc_id, {})
         holders: list[int] = []
         hold = holders.append
-        for pid, capacity, whole, min_unit, max_unit, step_size in shape.stock.get(rc_id, ()):
+        stock = shape.stock.get(rc_id, [])
+        if inside is not None:  # the stock of the window's id range
+            ids = shape.stock_ids[rc_id] if stock else []
+            stock = stock[bisect_left(ids, lowest) : bisect_right(ids, highest)]
+        for pid, capacity, whole, min_unit, max_unit, step_size in stock:
             if inside is not None and pid not in inside:
                 continue
             taken = used_of.get(pid, 0)

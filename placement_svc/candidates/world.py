@@ -19,9 +19,9 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 from placement_svc.candidates.model import Provider
 from placement_svc.db import tables
 
+T = TypeVar("T")
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 RP = tables.resource_providers
 INV = tables.inventories
@@ -80,14 +81,29 @@ class World:
     roots: frozenset[int] = frozenset()
     members: dict[int, list[int]] = field(default_factory=dict)  # root -> its tree, in id order
     loaded_at: float = 0.0
-    # class ids -> Trees: a request's trees, worked out once per world
-    _trees: dict[frozenset[int], Trees] = field(default_factory=dict, repr=False)
+    # class id -> the providers of its stock, in the same order (for bisect)
+    stock_ids: dict[int, list[int]] = field(default_factory=dict)
+    # What requests ask again and again, worked out once per world (see
+    # ``remember``): a request's trees, its anchors.
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    def remember(self, key: Any, compute: Callable[[], T]) -> T:
+        """``compute()``, kept under ``key`` for the life of this world (up to
+        a few hundred keys: requests name few sets of classes and filters)."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        value = compute()
+        if len(self._memo) < 512:
+            self._memo[key] = value
+        return value
 
     def trees(self, rc_ids: frozenset[int]) -> Trees:
         """The trees a request for these classes searches (see Trees)."""
-        known = self._trees.get(rc_ids)
-        if known is not None:
-            return known
+        return self.remember(("trees", rc_ids), lambda: self._trees(rc_ids))
+
+    def _trees(self, rc_ids: frozenset[int]) -> Trees:
         roots: set[int] = set()
         for rc_id in rc_ids:
             roots.update(self.holders.get(rc_id, ()))
@@ -96,10 +112,7 @@ class World:
         every = set(roots)
         for pid in sharing:
             every.update(self.shares_with[pid])
-        known = Trees(sorted(every), sharing, frozenset(every))
-        if len(self._trees) < 256:  # requests name few sets of classes
-            self._trees[rc_ids] = known
-        return known
+        return Trees(sorted(every), sharing, frozenset(every))
 
 
 def load(conn: Connection, generation: int | None = None) -> World:
@@ -161,6 +174,7 @@ def _load_stock(conn: Connection, world: World) -> None:
             Stock(pid, capacity, int(capacity), min_unit, max_unit, step_size)
         )
         holders.setdefault(rc_id, set()).add(provider.root_id)
+    world.stock_ids = {rc_id: [s.provider for s in stock] for rc_id, stock in world.stock.items()}
     world.holders = {rc_id: frozenset(roots) for rc_id, roots in holders.items()}
 
 

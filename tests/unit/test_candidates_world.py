@@ -155,6 +155,7 @@ def as_world(built: World) -> world.World:
         shape.stock.setdefault(CLASS_IDS[rc], []).append(stock)
         holders.setdefault(CLASS_IDS[rc], set()).add(found.providers[pid].root_id)
     shape.holders = {rc_id: frozenset(roots) for rc_id, roots in holders.items()}
+    shape.stock_ids = {rc_id: [s.provider for s in stock] for rc_id, stock in shape.stock.items()}
     shape.sharing = frozenset(found.sharing)
     shape.shares_with = {pid: frozenset(roots) for pid, roots in found.shares_with.items()}
     for provider in shape.providers.values():
