@@ -10,6 +10,12 @@ one-provider-per-tree rule, the unsuffixed group's traits, same_subtree and
 its negated groups. Candidates are yielded lazily, so
 ``limit`` and ``max_allocation_candidates`` stop the walk instead of
 trimming a list built in full.
+
+The walk yields *assignments*: one provider id per slot, in slot order, a
+plain tuple. ``generate`` makes Candidates of them (``candidate``); an
+answer that is only going to be rendered keeps the assignments, which are
+several times smaller and cheaper to make (render.py writes JSON straight
+from them).
 """
 
 from __future__ import annotations
@@ -18,11 +24,14 @@ import functools
 import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from placement_svc.candidates import prune, subtree
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
+
+# A provider id per slot, in the order of ``slots(request)``.
+Assignment = tuple[int, ...]
 
 
 class Candidate(NamedTuple):
@@ -74,10 +83,30 @@ def generate(
 ) -> Iterator[Candidate]:
     """Every candidate, lazily; trees in turn (depth-first) or round-robin.
     With ``tally``, counts the trees entered and kept as the walk goes."""
+    walked = assignments(request, found, strategy, shuffle, tally)
+    return map(functools.partial(candidate, walked.slots), walked.stream)
+
+
+class Walked(NamedTuple):
+    """The slots of a request, and its assignments (a provider per slot)."""
+
+    slots: list[_Slot]
+    stream: Iterator[Assignment]
+
+
+def assignments(
+    request: Request,
+    found: Found,
+    strategy: str = "depth-first",
+    shuffle: random.Random | None = None,
+    tally: Tally | None = None,
+) -> Walked:
+    """``generate``'s candidates as assignments, lazily, in the same order."""
     roots = list(found.roots)
     if shuffle is not None:
         shuffle.shuffle(roots)
     walk = _Walk(request, found, shuffle)
+    stream: Iterator[Assignment]
     if strategy == "breadth-first":
         trees = [iter(walk.tree(root)) for root in roots]
         if tally is not None:
@@ -86,38 +115,43 @@ def generate(
     elif tally is not None:
         stream = _depth_first_tallied(walk, roots, tally)
     else:
-        stream = (candidate for root in roots for candidate in walk.tree(root))
-    return _unique_shared(stream, found) if found.sharing else stream
+        stream = (assigned for root in roots for assigned in walk.tree(root))
+    if found.sharing:
+        stream = _unique_shared(stream, walk.slots, found)
+    return Walked(walk.slots, stream)
 
 
-def _depth_first_tallied(walk: _Walk, roots: list[int], tally: Tally) -> Iterator[Candidate]:
+def _depth_first_tallied(walk: _Walk, roots: list[int], tally: Tally) -> Iterator[Assignment]:
     """The depth-first stream, counting as it goes (no layer per tree)."""
     for root in roots:
         tally.entered += 1
         first = True
-        for candidate in walk.tree(root):
+        for assigned in walk.tree(root):
             if first:
                 tally.kept += 1
                 first = False
-            yield candidate
+            yield assigned
 
 
-def _tallied(candidates: Iterator[Candidate], tally: Tally) -> Iterator[Candidate]:
+def _tallied(stream: Iterator[Assignment], tally: Tally) -> Iterator[Assignment]:
     tally.entered += 1
-    first = next(candidates, None)
+    first = next(stream, None)
     if first is None:
         return
     tally.kept += 1
     yield first
-    yield from candidates
+    yield from stream
+
+
+T = TypeVar("T")  # a Candidate, or an Assignment
 
 
 def take(
-    candidates: Iterable[Candidate],
+    candidates: Iterable[T],
     limit: int | None,
     cap: int | None,
     rng: random.Random | None = None,
-) -> list[Candidate]:
+) -> list[T]:
     """At most ``cap`` generated; then the first ``limit``, or with ``rng`` a fair
     random sample of ``limit`` of them (reservoir sampling, bounded memory)."""
     if cap is not None and cap >= 0:
@@ -128,7 +162,7 @@ def take(
         chosen = list(candidates)
         rng.shuffle(chosen)
         return chosen
-    sample: list[Candidate] = []
+    sample: list[T] = []
     for seen, candidate in enumerate(candidates):
         if seen < limit:
             sample.append(candidate)
@@ -141,12 +175,12 @@ def take(
 
 
 def choose(
-    candidates: Iterable[Candidate],
+    candidates: Iterable[T],
     limit: int | None,
     cap: int | None,
     rng: random.Random | None = None,
     keep_whole: bool = False,
-) -> tuple[list[Candidate], list[Candidate] | None]:
+) -> tuple[list[T], list[T] | None]:
     """``take``, and with ``keep_whole`` the whole answer (up to ``cap``) it
     chose from, when ``limit`` cut that answer short; otherwise None. Before
     1.29 upstream's provider summaries depend on that whole answer (see
@@ -168,22 +202,19 @@ def trees_with_candidates(
     return [root for root in roots if next(iter(walk.tree(root)), None) is not None]
 
 
-# What a counting walk yields for a candidate it need not build.
-COUNTED = Candidate({}, {})
-
-
 def count(request: Request, found: Found, most: int) -> int:
     """How many candidates ``generate`` would yield, up to ``most`` + 1,
     without building them: only those of sharing providers alone, which
     two trees may both yield and the answer has once, are built, to be told
     apart."""
-    walk = _Walk(request, found, None, counting=True)
+    walk = _Walk(request, found, None)
+    slots, sharing = walk.slots, found.sharing
     seen = set()
     counted = 0
     for root in found.roots:
-        for candidate in walk.tree(root):
-            if candidate is not COUNTED:
-                key = candidate.key()
+        for assigned in walk.tree(root):
+            if sharing and _sharing_alone(slots, assigned, sharing):
+                key = candidate(slots, assigned).key()
                 if key in seen:
                     continue
                 seen.add(key)
@@ -199,10 +230,15 @@ def first_in_tree(request: Request, found: Found) -> Callable[[int], Candidate |
     (capacity.py claims copies), as the walk checks every amount against the
     room left."""
     walk = _Walk(request, found, None)
-    return lambda root: next(iter(walk.tree(root)), None)
+
+    def first(root: int) -> Candidate | None:
+        assigned = next(iter(walk.tree(root)), None)
+        return None if assigned is None else candidate(walk.slots, assigned)
+
+    return first
 
 
-def _round_robin(iterators: list[Iterator[Candidate]]) -> Iterator[Candidate]:
+def _round_robin(iterators: list[Iterator[Assignment]]) -> Iterator[Assignment]:
     active = list(iterators)
     while active:
         still = []
@@ -214,16 +250,24 @@ def _round_robin(iterators: list[Iterator[Candidate]]) -> Iterator[Candidate]:
         active = still
 
 
-def _unique_shared(stream: Iterator[Candidate], found: Found) -> Iterator[Candidate]:
+def _sharing_alone(slots: list[_Slot], assigned: Assignment, sharing: set[int]) -> bool:
+    """Whether every provider the assignment allocates from is a sharing one."""
+    return all(pid in sharing for slot, pid in zip(slots, assigned) if slot.amounts)
+
+
+def _unique_shared(
+    stream: Iterator[Assignment], slots: list[_Slot], found: Found
+) -> Iterator[Assignment]:
     """Only candidates made of sharing providers alone can come from two trees."""
     seen = set()
-    for candidate in stream:
-        if all(pid in found.sharing for pid in candidate.allocations):
-            key = candidate.key()
+    sharing = found.sharing
+    for assigned in stream:
+        if _sharing_alone(slots, assigned, sharing):
+            key = candidate(slots, assigned).key()
             if key in seen:
                 continue
             seen.add(key)
-        yield candidate
+        yield assigned
 
 
 def _options_by_root(found: Found) -> dict[tuple[str, str | None], dict[int, list[int]]]:
@@ -277,16 +321,11 @@ class _Walk:
         found: Found,
         shuffle: random.Random | None,
         shared_room: bool = True,
-        counting: bool = False,
     ) -> None:
         self.request, self.found, self.shuffle = request, found, shuffle
         # Off only for an explanation's steps: each slot then needs room for
         # its own amounts alone, as if no other group used its provider.
         self.shared_room = shared_room
-        # Counting (an explanation's number of candidates): the walk yields
-        # COUNTED for each candidate but those of sharing providers alone,
-        # which two trees may both yield (see count).
-        self.counting = counting
         self.slots = slots(request)
         index = _options_by_root(found)
         self.reach = [index.get((slot.suffix, slot.key), {}) for slot in self.slots]
@@ -298,7 +337,6 @@ class _Walk:
         for slot in self.slots:
             for rc, amount in slot.amounts:
                 self.totals[rc] = self.totals.get(rc, 0) + amount
-        self.suffixes = tuple(dict.fromkeys(slot.suffix for slot in self.slots))
         granular = [slot for slot in self.slots if slot.granular]
         isolating = len(granular) > 1 and any(slot.isolated for slot in granular)
         self.lone_ok = not (isolating or self.apart_done)
@@ -315,7 +353,7 @@ class _Walk:
         providers = self.found.providers.values()
         return {p.parent_id for p in providers if p.parent_id is not None}
 
-    def tree(self, root: int) -> Iterable[Candidate]:
+    def tree(self, root: int) -> Iterable[Assignment]:
         options = []
         for reach in self.reach:
             mine = reach.get(root)
@@ -331,7 +369,7 @@ class _Walk:
             return self._only(choice)
         return self._search(options)
 
-    def _alone(self, pid: int) -> tuple[Candidate, ...]:
+    def _alone(self, pid: int) -> tuple[Assignment, ...]:
         """Every slot's only option is one provider (a tree of one, say): the
         rules reduce to room for the sums, isolation and its traits; a
         provider is its own ancestor, so same_subtree holds, and a negated
@@ -347,9 +385,10 @@ class _Walk:
             traits = self.found.traits[pid]
             if any(not (traits & one_of) for one_of in self.any_of):
                 return ()
-        return (Candidate({pid: dict(self.totals)}, dict.fromkeys(self.suffixes, (pid,))),)
+        # The one candidate: the sums on ``pid``, every group mapped to it.
+        return ((pid,) * len(self.slots),)
 
-    def _only(self, choice: list[int]) -> Iterator[Candidate]:
+    def _only(self, choice: list[int]) -> Iterator[Assignment]:
         """No choice to make (a tree of one provider, say): check the one assignment."""
         used: dict[tuple[int, str], int] = {}
         granular_users: dict[int, int] = {}
@@ -360,9 +399,9 @@ class _Walk:
             self._place(pid, slot, used, granular_users, isolated_users, 1)
             if not self._still_valid(choice, index):
                 return
-        yield self._made(self.slots, choice)
+        yield tuple(choice)
 
-    def _search(self, options: list[list[int]]) -> Iterator[Candidate]:
+    def _search(self, options: list[list[int]]) -> Iterator[Assignment]:
         """Depth first over the slots, pruning as soon as a rule breaks, the
         room left cannot cover the slots still to fill, or a branch mirrors
         one that ended without a candidate (see prune.py)."""
@@ -376,15 +415,42 @@ class _Walk:
         isolated_users: dict[int, int] = {}  # provider -> isolated slots it serves
         in_use: dict[int, int] = {}  # provider -> slots it serves
         assigned: list[int] = []
+        last = len(slots) - 1
+        fits, still_valid = self._fits, self._still_valid
+        last_checked = last in self.checked
 
-        def visit(index: int) -> Iterator[Candidate]:
-            if index == len(slots):
-                yield self._made(slots, assigned)
-                return
+        def leaves() -> Iterator[Assignment]:
+            """The last slot: every provider that fits completes an
+            assignment. Nothing is placed for it, since nothing reads the
+            room or the bound after it (what is left for no slot at all is
+            always enough)."""
+            slot = slots[last]
+            dead_ends = None
+            for pid in options[last]:
+                if not fits(pid, slot, used, granular_users, isolated_users, assigned):
+                    continue
+                fresh = not in_use.get(pid)
+                if fresh and dead_ends is not None:
+                    signature = mirrors.signature(pid)
+                    if signature is not None and signature in dead_ends:
+                        continue
+                assigned.append(pid)
+                produced = not last_checked or still_valid(assigned, last)
+                if produced:
+                    yield tuple(assigned)
+                assigned.pop()
+                if fresh and not produced:
+                    signature = mirrors.signature(pid)
+                    if signature is not None:
+                        dead_ends = dead_ends or set()
+                        dead_ends.add(signature)
+
+        def visit(index: int) -> Iterator[Assignment]:
             slot = slots[index]
+            deeper = leaves if index + 1 == last else functools.partial(visit, index + 1)
             dead_ends = None  # signatures of fresh providers whose branch gave nothing
             for pid in options[index]:
-                if not self._fits(pid, slot, used, granular_users, isolated_users, assigned):
+                if not fits(pid, slot, used, granular_users, isolated_users, assigned):
                     continue
                 fresh = not in_use.get(pid)
                 if fresh and dead_ends is not None:
@@ -397,10 +463,10 @@ class _Walk:
                 self._place(pid, slot, used, granular_users, isolated_users, 1)
                 bound.place(slot, pid, first_granular, 1)
                 produced = False
-                if bound.allows(demand[index + 1]) and self._still_valid(assigned, index):
-                    for candidate in visit(index + 1):
+                if bound.allows(demand[index + 1]) and still_valid(assigned, index):
+                    for assignment in deeper():
                         produced = True
-                        yield candidate
+                        yield assignment
                 bound.place(slot, pid, first_granular, -1)
                 self._place(pid, slot, used, granular_users, isolated_users, -1)
                 in_use[pid] -= 1
@@ -411,7 +477,7 @@ class _Walk:
                         dead_ends = dead_ends or set()
                         dead_ends.add(signature)
 
-        return visit(0)
+        return leaves() if last == 0 else visit(0)
 
     def _fits(
         self,
@@ -438,15 +504,6 @@ class _Walk:
             if any(q != pid and providers[q].root_id == tree for q in assigned):
                 return False
         return True
-
-    def _made(self, slots: list[_Slot], assigned: list[int]) -> Candidate:
-        if self.counting:
-            sharing = self.found.sharing
-            if not sharing or any(
-                pid not in sharing for slot, pid in zip(slots, assigned) if slot.amounts
-            ):
-                return COUNTED
-        return _candidate(slots, assigned)
 
     @staticmethod
     def _place(
@@ -486,7 +543,9 @@ class _Walk:
         return True
 
 
-def _candidate(slots: list[_Slot], assigned: list[int]) -> Candidate:
+def candidate(slots: list[_Slot], assigned: Assignment) -> Candidate:
+    """The candidate an assignment makes: a provider's amounts add up over the
+    slots it serves, in slot order; a group maps to its providers in order."""
     allocations: dict[int, dict[str, int]] = {}
     mappings: dict[str, list[int]] = {}
     for slot, pid in zip(slots, assigned):
