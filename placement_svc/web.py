@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from email.utils import format_datetime
 
 import falcon
@@ -23,6 +24,9 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 # would make every recursive step after parsing fail (a 500) or crawl.
 MAX_JSON_DEPTH = 32
 TOO_DEEP = f"Malformed JSON: arrays and objects nested deeper than {MAX_JSON_DEPTH} levels."
+# A body made in pieces (render_chunks) up to this size is sent whole, with
+# its Content-Length (which the request log shows); a larger one is streamed.
+WHOLE_UP_TO = 4 * 1024 * 1024
 
 
 def version(req: falcon.Request):
@@ -178,6 +182,67 @@ def dumps(body) -> bytes:
         return orjson.dumps(body)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return json.dumps(body).encode("utf-8")
+
+
+def render_chunks(
+    resp: falcon.Response,
+    chunks: Iterable[bytes],
+    done: Callable[[float], None] | None = None,
+    whole_up_to: int | None = None,
+) -> None:
+    """A 200 with a JSON body made of ``chunks`` (bytes, pieces of one JSON
+    document), made as they are asked for.
+
+    The pieces are made now up to ``whole_up_to`` bytes (by default
+    WHOLE_UP_TO): a body that ends within them is sent whole, with a
+    Content-Length, as ``render`` sends one. A larger one is streamed
+    (chunked transfer encoding): the pieces made so far, then the others as
+    the server asks for them, so a huge answer is never held whole.
+    Whatever makes the pieces must not need anything that ends with the
+    handler (a transaction, say): it runs after, and an error there can
+    only cut the body short, the 200 being sent.
+
+    ``done(seconds)``, if given, is called once, with the time spent making
+    the pieces, when the last one is made (or the client went away first);
+    for a streamed body that is after the handler has returned.
+    """
+    if whole_up_to is None:
+        whole_up_to = WHOLE_UP_TO
+    resp.status = 200
+    resp.content_type = JSON
+    pieces = _timed(chunks, done)
+    made: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        made.append(piece)
+        size += len(piece)
+        if size > whole_up_to:
+            resp.stream = _streamed(made, pieces)
+            return
+    resp.data = b"".join(made)
+
+
+def _timed(chunks: Iterable[bytes], done: Callable[[float], None] | None) -> Iterator[bytes]:
+    spent = 0.0
+    pieces = iter(chunks)
+    try:
+        while True:
+            started = time.perf_counter()
+            piece = next(pieces, None)
+            spent += time.perf_counter() - started
+            if piece is None:
+                return
+            yield piece
+    finally:
+        if done is not None:
+            done(spent)
+
+
+def _streamed(made: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
+    """A generator, so that the server's close() reaches ``rest`` too."""
+    yield from made
+    made.clear()
+    yield from rest
 
 
 def no_content(resp: falcon.Response, status: int = 204) -> None:

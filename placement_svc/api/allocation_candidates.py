@@ -4,6 +4,7 @@ answer; and placement-svc's own (1.44+) /allocation_candidates/explain and
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import random
 import time
@@ -43,20 +44,29 @@ class AllocationCandidates:
         )
         started = time.perf_counter()
         noted = self.db.read(work)
-        metrics.candidates_answered(
-            groups=len(wanted.groups),
-            nested=noted.nested,
-            returned=len(noted.body["allocation_requests"]),
-            pruned=noted.pruned,
-            seconds=time.perf_counter() - started,
-        )
+        found_in = time.perf_counter() - started
         if noted.empty_because is not None:
             LOG.info(
                 "No allocation candidates for %s: %s",
                 req.context.placement.request_id,
                 noted.empty_because,
             )
-        web.render(resp, noted.body)
+        # The answer's metrics once its body is made, which for a huge one
+        # is after this returns: in this request's context, which the
+        # metrics layer has left by then.
+        answered = partial(
+            contextvars.copy_context().run,
+            metrics.candidates_answered,
+            groups=len(wanted.groups),
+            nested=noted.nested,
+            returned=len(noted.answer.chosen),
+            pruned=noted.pruned,
+        )
+        web.render_chunks(
+            resp,
+            noted.answer.chunks(),
+            done=lambda rendering: answered(seconds=found_in + rendering),
+        )
         web.cache_headers(req, resp)
 
     def explain(self, req, resp):

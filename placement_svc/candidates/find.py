@@ -5,11 +5,17 @@ The handler parses and checks the query; everything after that (what the
 answer holds and in what order) is here, in one read transaction's
 connection and plain arguments, so it runs the same from a test, the web
 and the command line.
+
+An answer is worked out whole inside the transaction (an ``Answer``: which
+candidates, as assignments, which providers to summarise and their other
+inventories), and rendered after it: rendering reads no database, so a body
+streamed to the client cannot fail on one half-way.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from microversion_parse import Version
@@ -19,6 +25,7 @@ from placement_svc import microversion as mv
 from placement_svc.candidates import capacity as capacity_rules
 from placement_svc.candidates import explain as explain_rules
 from placement_svc.candidates import merge, render, search, summaries, survey
+from placement_svc.candidates.merge import Assignment
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
 
@@ -48,7 +55,40 @@ def find(
 ) -> dict[str, Any]:
     """The response body for ``wanted`` at ``version``. With ``rng`` the
     candidates come in a random order (a fair sample under a limit)."""
-    return _answer(conn, search.search(conn, wanted), wanted, version, settings, rng)
+    return _answer(conn, search.search(conn, wanted), wanted, version, settings, rng).body()
+
+
+class Answer(NamedTuple):
+    """Everything the body of an answer is made of, read and decided: the
+    candidates (as assignments of merge.slots), the providers to summarise
+    and their inventories of classes not requested (1.27+)."""
+
+    found: Found
+    slots: list[Any]
+    chosen: list[Assignment]
+    providers: set[int]
+    other: render.Other
+    requested: set[str]
+    version: Version
+
+    def body(self) -> dict[str, Any]:
+        """The body as a dict."""
+        candidates = [merge.candidate(self.slots, assigned) for assigned in self.chosen]
+        return render.body(
+            self.found, candidates, self.providers, self.other, self.requested, self.version
+        )
+
+    def chunks(self) -> Iterator[bytes]:
+        """The body as JSON, in pieces, made as they are asked for."""
+        return render.chunks(
+            self.found,
+            self.slots,
+            self.chosen,
+            self.providers,
+            self.other,
+            self.requested,
+            self.version,
+        )
 
 
 def _answer(
@@ -59,23 +99,27 @@ def _answer(
     settings: Settings,
     rng: random.Random | None,
     tally: merge.Tally | None = None,
-) -> dict[str, Any]:
-    stream = merge.generate(wanted, found, settings.strategy, rng, tally)
+) -> Answer:
+    """The whole answer, its SQL included. The candidates are kept as
+    assignments (a tuple of provider ids each, a fraction of the memory of
+    a Candidate or of its JSON): the summaries need every provider they
+    touch before the first byte, and walking twice would cost twice."""
+    walked = merge.assignments(wanted, found, settings.strategy, rng, tally)
     chosen, whole = merge.choose(
-        stream,
+        walked.stream,
         wanted.limit,
         settings.max_candidates,
         rng,
         keep_whole=version < mv.NESTED_CANDIDATES,
     )
-    providers = render.summary_providers(found, chosen, version, whole)
+    providers = render.providers_to_summarise(found, walked.slots, chosen, version, whole)
     requested = wanted.resource_classes()
     other = (
         summaries.other_inventories(conn, providers, requested)
         if version >= mv.ALL_RESOURCES_IN_SUMMARIES
         else {}
     )
-    return render.body(found, chosen, providers, other, requested, version)
+    return Answer(found, walked.slots, chosen, providers, other, requested, version)
 
 
 class Noted(NamedTuple):
@@ -84,7 +128,7 @@ class Noted(NamedTuple):
     it), and for the metrics whether the trees searched were nested and how
     many of them the walk pruned."""
 
-    body: dict[str, Any]
+    answer: Answer
     empty_because: str | None
     nested: bool
     pruned: int
@@ -101,12 +145,12 @@ def find_noting_empty(
     answer costs nothing more."""
     found = search.search(conn, wanted)
     tally = merge.Tally()
-    body = _answer(conn, found, wanted, version, settings, rng, tally)
+    answer = _answer(conn, found, wanted, version, settings, rng, tally)
     nested = any(provider.parent_id is not None for provider in found.providers.values())
-    if body["allocation_requests"]:
-        return Noted(body, None, nested, tally.pruned)
+    if answer.chosen:
+        return Noted(answer, None, nested, tally.pruned)
     why = explain(conn, wanted, settings, near=0, found=found)
-    return Noted(body, explain_rules.first_empty_step(why), nested, tally.pruned)
+    return Noted(answer, explain_rules.first_empty_step(why), nested, tally.pruned)
 
 
 def explain(

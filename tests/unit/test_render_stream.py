@@ -1,0 +1,342 @@
+"""The body GET /allocation_candidates sends in pieces (render.chunks) is the
+body render.body makes, byte for byte, at every microversion.
+
+On a real SQLite connection (in memory, schema from the tables' metadata)
+with a cloud that gives every shape of answer: nested trees, a sharing
+provider, a wide host of identical devices (more candidates than one chunk
+holds), classes not requested, traits. Each query is asked at each
+microversion that has its parameters, as is, with a limit, capped, in a
+random order and breadth-first: the pieces, joined, are exactly the compact
+JSON of the dict (orjson's, what web.render sends), so they parse to the
+same body, key order included. Also: an empty answer; a capacity no 64-bit
+integer holds (the standard library writes that piece); the providers to
+summarise worked out from assignments as from candidates; and
+web.render_chunks sending a small body whole and a large one streamed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from urllib.parse import parse_qsl
+
+import falcon
+import falcon.testing
+import orjson
+import pytest
+import sqlalchemy as sa
+from microversion_parse import Version
+
+from placement_svc import web
+from placement_svc.candidates import find, merge, render, request, search
+from placement_svc.candidates.find import Settings
+from placement_svc.db import tables
+
+CLASSES = {"VCPU": 0, "MEMORY_MB": 1, "DISK_GB": 2, "CUSTOM_DEV": 10000}
+SHARING = "MISC_SHARES_VIA_AGGREGATE"
+AGG = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+DEVICES = 7  # 7 * 6 * 5 * 4 = 840 candidates for four isolated groups: two chunks
+
+
+def uuid_of(name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+
+
+class Cloud:
+    """Providers written straight into the tables."""
+
+    def __init__(self, conn, classes=True):
+        self.conn = conn
+        self.ids: dict[str, int] = {}
+        for name, rc_id in CLASSES.items() if classes else ():
+            conn.execute(tables.resource_classes.insert().values(id=rc_id, name=name))
+
+    def _insert(self, table, **values) -> int:
+        return self.conn.execute(table.insert().values(**values)).inserted_primary_key[0]
+
+    def _named(self, table, column, value) -> int:
+        found = self.conn.execute(sa.select(table.c.id).where(column == value)).scalar()
+        return found if found is not None else self._insert(table, **{column.key: value})
+
+    def provider(self, name, parent=None, inventory=None, traits=(), aggregates=(), ratio=1.0):
+        rp = tables.resource_providers
+        pid = self._insert(rp, uuid=uuid_of(name), name=name)
+        parent_id = self.ids.get(parent)
+        root_id = pid
+        if parent_id is not None:
+            root_id = self.conn.execute(
+                sa.select(rp.c.root_provider_id).where(rp.c.id == parent_id)
+            ).scalar()
+        self.conn.execute(
+            rp.update()
+            .where(rp.c.id == pid)
+            .values(root_provider_id=root_id, parent_provider_id=parent_id)
+        )
+        self.ids[name] = pid
+        for rc, (total, used) in (inventory or {}).items():
+            self._insert(
+                tables.inventories,
+                resource_provider_id=pid,
+                resource_class_id=CLASSES[rc],
+                total=total,
+                reserved=0,
+                min_unit=1,
+                max_unit=total,
+                step_size=1,
+                allocation_ratio=ratio,
+            )
+            if used:
+                self._insert(
+                    tables.allocations,
+                    resource_provider_id=pid,
+                    consumer_id=uuid_of("consumer"),
+                    resource_class_id=CLASSES[rc],
+                    used=used,
+                )
+        for trait in traits:
+            trait_id = self._named(tables.traits, tables.traits.c.name, trait)
+            self._insert(
+                tables.resource_provider_traits, resource_provider_id=pid, trait_id=trait_id
+            )
+        for aggregate in aggregates:
+            agg = tables.placement_aggregates
+            agg_id = self._named(agg, agg.c.uuid, aggregate)
+            self._insert(
+                tables.resource_provider_aggregates, resource_provider_id=pid, aggregate_id=agg_id
+            )
+        return pid
+
+
+@pytest.fixture(scope="module")
+def conn():
+    engine = sa.create_engine("sqlite://")
+    with engine.connect() as connection:
+        tables.metadata.create_all(connection)
+        cloud = Cloud(connection)
+        # host1: VCPU, memory and disk of its own, a NUMA child, a custom trait.
+        cloud.provider(
+            "host1",
+            inventory={"VCPU": (8, 2), "MEMORY_MB": (4096, 0), "DISK_GB": (100, 0)},
+            traits=["CUSTOM_FAST"],
+        )
+        cloud.provider("numa1", parent="host1", inventory={"VCPU": (2, 0)})
+        cloud.provider("dev1", parent="numa1", inventory={"CUSTOM_DEV": (2, 1)})
+        # host2: its disk from the shared storage.
+        cloud.provider(
+            "host2", inventory={"VCPU": (4, 0), "MEMORY_MB": (2048, 512)}, aggregates=[AGG]
+        )
+        cloud.provider("numa2", parent="host2", inventory={"VCPU": (2, 0)}, traits=["CUSTOM_FAST"])
+        cloud.provider(
+            "storage", inventory={"DISK_GB": (1000, 10)}, traits=[SHARING], aggregates=[AGG]
+        )
+        # wide: identical one-unit devices under a root with VCPU and memory.
+        cloud.provider("wide", inventory={"VCPU": (64, 0), "MEMORY_MB": (65536, 0)})
+        for device in range(DEVICES):
+            cloud.provider(f"wide-dev{device}", parent="wide", inventory={"CUSTOM_DEV": (1, 0)})
+        # A provider no candidate of these queries uses.
+        cloud.provider("idle", inventory={"MEMORY_MB": (16, 0)})
+        yield connection
+    engine.dispose()
+
+
+FOUR_DEVICES = "&".join(f"resources{g}=CUSTOM_DEV:1" for g in range(1, 5))
+# (query, the first microversion that has its parameters)
+QUERIES = [
+    ("resources=VCPU:1", (1, 10)),
+    ("resources=VCPU:1,DISK_GB:10", (1, 10)),
+    ("resources=VCPU:1,MEMORY_MB:256,DISK_GB:10", (1, 10)),
+    ("resources=VCPU:1000", (1, 10)),  # empty
+    ("resources=VCPU:1&limit=2", (1, 16)),
+    ("resources=VCPU:1,DISK_GB:10&limit=3", (1, 16)),
+    ("resources=VCPU:1&required=CUSTOM_FAST", (1, 17)),
+    ("resources=VCPU:1&required=!CUSTOM_FAST", (1, 22)),
+    (f"{FOUR_DEVICES}&group_policy=isolate", (1, 25)),
+    (f"{FOUR_DEVICES}&resources=VCPU:2,MEMORY_MB:128&group_policy=isolate", (1, 25)),
+    (f"{FOUR_DEVICES}&resources=VCPU:2&group_policy=isolate&limit=600", (1, 25)),
+    ("resources=VCPU:1,MEMORY_MB:64&resources1=CUSTOM_DEV:1&group_policy=none", (1, 25)),
+    ("resources1=VCPU:1&resources2=DISK_GB:5&group_policy=none", (1, 25)),
+    ("resources1=VCPU:1&resources2=DISK_GB:5&group_policy=isolate&limit=1", (1, 25)),
+    ("resources_A=CUSTOM_DEV:1&resources_B=VCPU:1&group_policy=none", (1, 33)),
+    (
+        "resources1=CUSTOM_DEV:1&required2=CUSTOM_FAST&same_subtree=1,2&group_policy=none",
+        (1, 36),
+    ),
+    ("resources=VCPU:1&root_required=CUSTOM_FAST", (1, 35)),
+]
+VERSIONS = [
+    (1, 10),
+    (1, 11),
+    (1, 12),
+    (1, 16),
+    (1, 17),
+    (1, 22),
+    (1, 25),
+    (1, 26),
+    (1, 27),
+    (1, 28),
+    (1, 29),
+    (1, 33),
+    (1, 34),
+    (1, 35),
+    (1, 36),
+    (1, 39),
+    (1, 43),
+]
+CASES = [
+    pytest.param(query, Version(*version), id=f"{version[0]}.{version[1]}-{query}")
+    for query, since in QUERIES
+    for version in VERSIONS
+    if version >= since
+]
+
+
+def ask(qs: str, version: Version) -> request.Request:
+    params: dict[str, list[str]] = {}
+    for key, value in parse_qsl(qs, keep_blank_values=True):
+        params.setdefault(key, []).append(value)
+    return request.parse(params, version)
+
+
+def answer(conn, qs: str, version: Version, settings=Settings(), rng=None) -> find.Answer:
+    wanted = ask(qs, version)
+    return find._answer(conn, search.search(conn, wanted), wanted, version, settings, rng)
+
+
+def assert_same(answered: find.Answer) -> bytes:
+    """The pieces joined are the dict's compact JSON, byte for byte."""
+    pieces = list(answered.chunks())
+    streamed = b"".join(pieces)
+    body = answered.body()
+    assert streamed == orjson.dumps(body)
+    assert json.loads(streamed) == body
+    assert list(json.loads(streamed)) == ["allocation_requests", "provider_summaries"]
+    assert len(pieces) == 1 + -(-len(answered.chosen) // render.BATCH)
+    return streamed
+
+
+@pytest.mark.parametrize("qs, version", CASES)
+def test_the_pieces_are_the_body(conn, qs, version):
+    assert_same(answer(conn, qs, version))
+
+
+@pytest.mark.parametrize("qs, version", CASES)
+def test_the_pieces_are_the_body_capped_shuffled_and_breadth_first(conn, qs, version):
+    for settings in (Settings(max_candidates=3), Settings(strategy="breadth-first")):
+        assert_same(answer(conn, qs, version, settings))
+    assert_same(answer(conn, qs, version, rng=random.Random(7)))
+
+
+def test_the_cloud_gives_every_shape_of_answer(conn):
+    """What the cases above rest on: several chunks, an empty answer, a
+    limit that cuts a bigger answer, repeated providers in one candidate."""
+    latest = Version(1, 39)
+    wide = answer(conn, f"{FOUR_DEVICES}&group_policy=isolate", latest)
+    assert len(wide.chosen) == 7 * 6 * 5 * 4 > render.BATCH
+    assert answer(conn, "resources=VCPU:1000", latest).chosen == []
+    assert assert_same(answer(conn, "resources=VCPU:1000", latest)) == (
+        b'{"allocation_requests":[],"provider_summaries":{}}'
+    )
+    nova = answer(conn, "resources=VCPU:1,MEMORY_MB:256,DISK_GB:10", latest)
+    assert any(len(set(assigned)) < len(assigned) for assigned in nova.chosen)
+    assert any(len(set(assigned)) == len(assigned) for assigned in nova.chosen)
+    cut = answer(conn, "resources=VCPU:1,DISK_GB:10&limit=3", Version(1, 28))
+    assert len(cut.chosen) == 3
+
+
+@pytest.mark.parametrize("qs, version", CASES)
+def test_the_providers_to_summarise_are_the_same_from_assignments(conn, qs, version):
+    """render.providers_to_summarise (assignments) against
+    render.summary_providers (candidates), limit cut included."""
+    wanted = ask(qs, version)
+    found = search.search(conn, wanted)
+    walked = merge.assignments(wanted, found)
+    whole = list(walked.stream)
+    for limit in (None, 1, 2, len(whole)):
+        chosen, kept = merge.choose(iter(whole), limit, None, keep_whole=True)
+        as_candidates = [merge.candidate(walked.slots, a) for a in chosen]
+        whole_candidates = [merge.candidate(walked.slots, a) for a in kept] if kept else None
+        assert render.providers_to_summarise(
+            found, walked.slots, chosen, version, kept
+        ) == render.summary_providers(found, as_candidates, version, whole_candidates)
+
+
+def test_assignments_make_the_candidates_generate_yields(conn):
+    for qs, since in QUERIES:
+        version = max(Version(*since), Version(1, 29))
+        wanted = ask(qs, version)
+        found = search.search(conn, wanted)
+        walked = merge.assignments(wanted, found)
+        made = [merge.candidate(walked.slots, a) for a in walked.stream]
+        assert made == list(merge.generate(wanted, found))
+
+
+def test_a_capacity_beyond_64_bits_is_written_by_the_standard_library(conn):
+    """orjson refuses an integer beyond 64 bits; that piece falls back, as
+    web.dumps does, and still parses to the body."""
+    savepoint = conn.begin_nested()
+    try:
+        Cloud(conn, classes=False).provider("vast", inventory={"DISK_GB": (1000, 0)}, ratio=1e30)
+        answered = answer(conn, "resources=DISK_GB:10", Version(1, 39))
+        streamed = b"".join(answered.chunks())
+        body = answered.body()
+        assert json.loads(streamed) == body
+        vast = body["provider_summaries"][uuid_of("vast")]["resources"]["DISK_GB"]
+        assert vast["capacity"] == int(1000 * 1e30)
+    finally:
+        savepoint.rollback()
+
+
+# -- web.render_chunks --------------------------------------------------------
+
+
+def _served(pieces, whole_up_to, done=None):
+    app = falcon.App()
+
+    class Resource:
+        def on_get(self, req, resp):
+            web.render_chunks(resp, iter(pieces), done, whole_up_to)
+
+    app.add_route("/", Resource())
+    answered = {}
+
+    def start_response(status, headers, exc_info=None):
+        answered["status"], answered["headers"] = status, dict(headers)
+
+    iterable = app(falcon.testing.create_environ("/"), start_response)
+    return answered, iterable
+
+
+def test_a_body_within_the_bound_is_sent_whole_with_its_length():
+    spent = []
+    answered, iterable = _served([b'{"a":', b"[1,2]", b"}"], 100, spent.append)
+    assert answered["status"].startswith("200")
+    assert answered["headers"]["content-length"] == "11"
+    assert b"".join(iterable) == b'{"a":[1,2]}'
+    assert len(spent) == 1  # made in full before the handler returned
+
+
+def test_a_body_beyond_the_bound_is_streamed_and_made_as_it_is_read():
+    made = []
+
+    def pieces():
+        for n in range(5):
+            made.append(n)
+            yield b"x" * 10
+
+    spent = []
+    answered, iterable = _served(pieces(), 15, spent.append)
+    assert "content-length" not in answered["headers"]
+    assert made == [0, 1]  # two pieces made before the handler returned, the others later
+    assert spent == []
+    assert b"".join(iterable) == b"x" * 50
+    assert made == [0, 1, 2, 3, 4] and len(spent) == 1
+
+
+def test_a_streamed_body_the_client_leaves_half_way_still_reports_its_time():
+    spent = []
+    _answered, iterable = _served((b"x" * 10 for _ in range(5)), 15, spent.append)
+    iterator = iter(iterable)
+    next(iterator)
+    iterable.close()  # what the WSGI server does when the client goes away
+    assert len(spent) == 1
