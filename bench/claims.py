@@ -7,24 +7,26 @@ with its own connection, each claiming as nova does at microversion 1.36: a
 new consumer's allocation of one small flavor on a random host of the cloud
 (with --candidates, on a random candidate of GET /allocation_candidates, as
 nova picks one). A 409 placement.concurrent_update is retried as nova's
-report client retries it (four tries in all, sleeping a random
-0..2*(try-1) s before each). It prints claims/s, the latency of a claim
-(retries and sleeps included) and the count of every status; then it checks,
-over GET /resource_providers/{uuid}/usages, that every host's usage is what
-its successful claims add up to and within its capacity. Standard library
-only.
+report client retries it (unless it names a consumer generation conflict;
+four tries in all, sleeping a random 0..2*(try-1) s before each). It prints
+claims/s, the latency of a claim (retries and sleeps included) and the count
+of every status; then it checks, over GET /resource_providers/{uuid}/usages,
+that every host's usage is what its successful claims add up to and within
+its capacity. Standard library only.
 
     python bench/claims.py --url http://127.0.0.1:8778 [--compare URL]
-        [--clients 4,16] [--seconds 20] [--hosts 200] [--room 2000]
+        [--clients 4,16] [--seconds 20] [--rounds 3] [--hosts 200] [--room 2000]
         [--candidates] [--token admin]
 
-With --compare the same cloud is loaded into a second endpoint and the two
-take turns at each client count (who goes first alternates), and the ratio
-of claims/s (--url over --compare) is printed. It prints figures and asserts
-nothing about timing; it exits with status 1 if an endpoint answered a 5xx
-or failed the usage check. Run it against fresh databases: the hosts are
-named bench-claims-<run>-<n>, and with --candidates a candidate on a
-provider of an earlier run is skipped (and counted), not claimed.
+With --compare the same cloud is loaded into a second endpoint, and at each
+client count the two take --rounds turns each (--seconds split among them,
+who goes first alternating, so that a machine busy with something else for
+a while slows both alike); the ratio of claims/s (--url over --compare) is
+printed. It prints figures and asserts nothing about timing; it exits with
+status 1 if an endpoint answered a 5xx or failed the usage check. Run it
+against fresh databases: the hosts are named bench-claims-<run>-<n>, and
+with --candidates a candidate on a provider of an earlier run is skipped
+(and counted), not claimed.
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ class Phase:
         self.retries = 0
         self.successes = 0
         self.server_errors: list[str] = []
+        self.elapsed = 0.0
         self.lock = threading.Lock()
 
 
@@ -177,8 +180,10 @@ def note(phase: Phase, method: str, status: int, raw: bytes) -> tuple[str | None
     return code, detail
 
 
-def run_phase(endpoint: Endpoint, clients: int, seconds: float, ask_candidates: bool) -> dict:
-    phase = Phase()
+def run_phase(
+    endpoint: Endpoint, clients: int, seconds: float, ask_candidates: bool, phase: Phase
+) -> None:
+    """``clients`` threads claiming for ``seconds``; what they saw is added to ``phase``."""
     start_line = threading.Barrier(clients + 1)
 
     def worker(seed: int):
@@ -203,11 +208,14 @@ def run_phase(endpoint: Endpoint, clients: int, seconds: float, ask_candidates: 
     start_line.wait()
     for thread in threads:
         thread.join()
-    elapsed = time.perf_counter() - began  # until the last claim under way ended
+    phase.elapsed += time.perf_counter() - began  # until the last claim under way ended
+
+
+def summary(phase: Phase) -> dict:
     latencies = sorted(phase.latencies)
     p95 = latencies[min(len(latencies) - 1, int(round(0.95 * (len(latencies) - 1))))]
     return {
-        "rate": phase.successes / elapsed,
+        "rate": phase.successes / phase.elapsed,
         "successes": phase.successes,
         "attempts": len(latencies),
         "median": statistics.median(latencies),
@@ -215,7 +223,7 @@ def run_phase(endpoint: Endpoint, clients: int, seconds: float, ask_candidates: 
         "statuses": phase.statuses,
         "retries": phase.retries,
         "server_errors": phase.server_errors,
-        "elapsed": elapsed,
+        "elapsed": phase.elapsed,
     }
 
 
@@ -318,6 +326,12 @@ def main(argv=None) -> int:
         "answers concurrent provider writes with 500 'database is locked')",
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="turns each endpoint takes at each client count, --seconds split among them",
+    )
+    parser.add_argument(
         "--warmup", type=float, default=2.0, help="seconds of claims before timing (at 4 clients)"
     )
     args = parser.parse_args(argv)
@@ -336,20 +350,37 @@ def main(argv=None) -> int:
             flush=True,
         )
         if args.warmup > 0:
-            result = run_phase(endpoint, 4, args.warmup, args.candidates)
-            report(endpoint, 4, result, "# warm-up: ")
+            warmup = Phase()
+            run_phase(endpoint, 4, args.warmup, args.candidates, warmup)
+            report(endpoint, 4, summary(warmup), "# warm-up: ")
     shape = "GET /allocation_candidates, then PUT" if args.candidates else "PUT"
-    print(f"# claims at {VERSION}: {shape} /allocations/{{new uuid}}, {args.seconds:g} s each")
+    print(
+        f"# claims at {VERSION}: {shape} /allocations/{{new uuid}}, {args.seconds:g} s per "
+        f"client count and endpoint, in {args.rounds} turns",
+        flush=True,
+    )
     rates: dict[int, list[float]] = {}
-    for turn, clients in enumerate(counts):
-        order = list(range(len(endpoints)))
-        if turn % 2:
-            order.reverse()
-        rates[clients] = [0.0] * len(endpoints)
-        for index in order:
-            result = run_phase(endpoints[index], clients, args.seconds, args.candidates)
-            report(endpoints[index], clients, result)
-            rates[clients][index] = result["rate"]
+    for clients in counts:
+        phases = [Phase() for _ in endpoints]
+        for round_ in range(args.rounds):
+            # Turns, who goes first alternating, so that a machine busy with
+            # something else for a while slows both endpoints alike.
+            order = list(range(len(endpoints)))
+            if round_ % 2:
+                order.reverse()
+            for index in order:
+                run_phase(
+                    endpoints[index],
+                    clients,
+                    args.seconds / args.rounds,
+                    args.candidates,
+                    phases[index],
+                )
+        rates[clients] = []
+        for endpoint, phase in zip(endpoints, phases):
+            result = summary(phase)
+            report(endpoint, clients, result)
+            rates[clients].append(result["rate"])
     if len(endpoints) == 2:
         for clients, (ours, theirs) in rates.items():
             ratio = ours / theirs if theirs else float("inf")
