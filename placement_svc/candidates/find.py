@@ -55,7 +55,7 @@ def find(
 ) -> dict[str, Any]:
     """The response body for ``wanted`` at ``version``. With ``rng`` the
     candidates come in a random order (a fair sample under a limit)."""
-    return _answer(conn, search.search(conn, wanted), wanted, version, settings, rng).body()
+    return _answer(conn, wanted, version, settings, rng).answer.body()
 
 
 class Answer(NamedTuple):
@@ -91,19 +91,58 @@ class Answer(NamedTuple):
         )
 
 
+class _Worked(NamedTuple):
+    """An answer, the search it came from and what its walk did."""
+
+    answer: Answer
+    found: Found
+    tally: merge.Tally
+
+
 def _answer(
     conn: Connection,
+    wanted: Request,
+    version: Version,
+    settings: Settings,
+    rng: random.Random | None,
+) -> _Worked:
+    """The whole answer, its SQL included. The candidates are kept as
+    assignments (a tuple of provider ids each, a fraction of the memory of
+    a Candidate or of its JSON): the summaries need every provider they
+    touch before the first byte, and walking twice would cost twice.
+
+    When the answer is a prefix of the walk's order (see ``_first``), the
+    search reads the first anchors' trees only; if those give fewer
+    candidates than the answer holds, it reads them all."""
+    first = _first(wanted, version, settings, rng)
+    found = search.search(conn, wanted, first=first)
+    tally = merge.Tally()
+    walked, chosen, whole = _walk(found, wanted, version, settings, rng, tally)
+    if first is not None and not found.complete and len(chosen) < _needed(wanted, settings):
+        found = search.search(conn, wanted)
+        tally = merge.Tally()
+        walked, chosen, whole = _walk(found, wanted, version, settings, rng, tally)
+    providers = render.providers_to_summarise(found, walked.slots, chosen, version, whole)
+    requested = wanted.resource_classes()
+    other = (
+        summaries.other_inventories(conn, providers, requested)
+        if version >= mv.ALL_RESOURCES_IN_SUMMARIES
+        else {}
+    )
+    answer = Answer(found, walked.slots, chosen, providers, other, requested, version)
+    return _Worked(answer, found, tally)
+
+
+def _walk(
     found: Found,
     wanted: Request,
     version: Version,
     settings: Settings,
     rng: random.Random | None,
-    tally: merge.Tally | None = None,
-) -> Answer:
-    """The whole answer, its SQL included. The candidates are kept as
-    assignments (a tuple of provider ids each, a fraction of the memory of
-    a Candidate or of its JSON): the summaries need every provider they
-    touch before the first byte, and walking twice would cost twice."""
+    tally: merge.Tally,
+) -> tuple[merge.Walked, list[Assignment], list[Assignment] | None]:
+    """The walk's slots, the candidates chosen and (before 1.29, when a
+    limit cut it) the whole answer they were chosen from."""
     walked = merge.assignments(wanted, found, settings.strategy, rng, tally)
     chosen, whole = merge.choose(
         walked.stream,
@@ -112,14 +151,36 @@ def _answer(
         rng,
         keep_whole=version < mv.NESTED_CANDIDATES,
     )
-    providers = render.providers_to_summarise(found, walked.slots, chosen, version, whole)
-    requested = wanted.resource_classes()
-    other = (
-        summaries.other_inventories(conn, providers, requested)
-        if version >= mv.ALL_RESOURCES_IN_SUMMARIES
-        else {}
-    )
-    return Answer(found, walked.slots, chosen, providers, other, requested, version)
+    return walked, chosen, whole
+
+
+def _needed(wanted: Request, settings: Settings) -> int:
+    """How many candidates the answer holds at most: the limit, or the cap
+    when that is smaller (0 for no limit)."""
+    limit = wanted.limit or 0
+    return min(limit, settings.max_candidates) if settings.max_candidates >= 0 else limit
+
+
+def _first(
+    wanted: Request, version: Version, settings: Settings, rng: random.Random | None
+) -> int | None:
+    """How many anchors the search may stop at, or None for all of them.
+
+    A limited answer, depth-first and in order, holds the first candidates
+    of the walk, which takes tree after tree in anchor order: those of the
+    first anchors, if they give enough, a quarter more than needed in case
+    the rules leave some without a candidate. Not in a random order (a
+    sample of the whole answer), round-robin (every tree), nor before 1.29,
+    whose summaries depend on the whole answer under a limit."""
+    needed = _needed(wanted, settings)
+    if (
+        not needed
+        or rng is not None
+        or settings.strategy != "depth-first"
+        or version < mv.NESTED_CANDIDATES
+    ):
+        return None
+    return needed + needed // 4 + 1
 
 
 class Noted(NamedTuple):
@@ -142,10 +203,9 @@ def find_noting_empty(
     rng: random.Random | None = None,
 ) -> Noted:
     """``find``, and what Noted holds, from the same snapshot. A non-empty
-    answer costs nothing more."""
-    found = search.search(conn, wanted)
-    tally = merge.Tally()
-    answer = _answer(conn, found, wanted, version, settings, rng, tally)
+    answer costs nothing more. An empty one comes from a search of every
+    tree (see ``_answer``), which the explanation reads."""
+    answer, found, tally = _answer(conn, wanted, version, settings, rng)
     nested = any(provider.parent_id is not None for provider in found.providers.values())
     if answer.chosen:
         return Noted(answer, None, nested, tally.pruned)

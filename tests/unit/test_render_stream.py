@@ -16,8 +16,10 @@ web.render_chunks sending a small body whole and a large one streamed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+import re
 import uuid
 from urllib.parse import parse_qsl
 
@@ -130,6 +132,10 @@ def conn():
         cloud.provider(
             "storage", inventory={"DISK_GB": (1000, 10)}, traits=[SHARING], aggregates=[AGG]
         )
+        # Two hosts of one device each: no two isolated groups fit on either.
+        for host in ("lone-a", "lone-b"):
+            cloud.provider(host, inventory={"VCPU": (4, 0)})
+            cloud.provider(f"{host}-dev", parent=host, inventory={"CUSTOM_DEV": (1, 0)})
         # wide: identical one-unit devices under a root with VCPU and memory.
         cloud.provider("wide", inventory={"VCPU": (64, 0), "MEMORY_MB": (65536, 0)})
         for device in range(DEVICES):
@@ -199,8 +205,7 @@ def ask(qs: str, version: Version) -> request.Request:
 
 
 def answer(conn, qs: str, version: Version, settings=Settings(), rng=None) -> find.Answer:
-    wanted = ask(qs, version)
-    return find._answer(conn, search.search(conn, wanted), wanted, version, settings, rng)
+    return find._answer(conn, ask(qs, version), version, settings, rng).answer
 
 
 def assert_same(answered: find.Answer) -> bytes:
@@ -340,3 +345,58 @@ def test_a_streamed_body_the_client_leaves_half_way_still_reports_its_time():
     next(iterator)
     iterable.close()  # what the WSGI server does when the client goes away
     assert len(spent) == 1
+
+
+# -- a limited answer from the first trees ------------------------------------
+
+LIMITED = [
+    pytest.param(query, Version(*version), id=f"{version[0]}.{version[1]}-{query}")
+    for query, since in QUERIES
+    for version in VERSIONS
+    if version >= max(since, (1, 29))
+]
+
+
+@pytest.mark.parametrize("qs, version", LIMITED)
+def test_a_limited_answer_from_the_first_trees_is_the_whole_searchs(conn, monkeypatch, qs, version):
+    """find reads the first anchors' trees only for a limit (depth-first,
+    in order, from 1.29): the answer is the one a search of every tree gives."""
+    qs = re.sub(r"&limit=\d+", "", qs)
+    for limit, cap in itertools.product((1, 2, 3, 5, 50, 700), (-1, 2)):
+        settings = Settings(max_candidates=cap)
+        windowed = answer(conn, f"{qs}&limit={limit}", version, settings)
+        with monkeypatch.context() as patch:
+            patch.setattr(find, "_first", lambda *args: None)
+            whole = answer(conn, f"{qs}&limit={limit}", version, settings)
+        assert windowed.chosen == whole.chosen
+        assert windowed.providers == whole.providers
+        assert b"".join(windowed.chunks()) == b"".join(whole.chunks())
+
+
+def test_the_first_trees_are_read_alone_when_they_give_enough(conn, monkeypatch):
+    searched = []
+    real = search.search
+
+    def spy(connection, wanted, worlds=None, first=None):
+        found = real(connection, wanted, worlds, first)
+        searched.append((first, found.complete))
+        return found
+
+    monkeypatch.setattr(search, "search", spy)
+    latest = Version(1, 39)
+    # host1, host2, lone-a, lone-b and wide have VCPU: the first two give one each.
+    assert len(answer(conn, "resources=VCPU:1&limit=1", latest).chosen) == 1
+    assert searched == [(2, False)]
+    searched.clear()
+    # Two isolated devices: host1 and lone-a (the first two anchors) give
+    # none, so every tree is read, and wide gives them.
+    two = "resources1=CUSTOM_DEV:1&resources2=CUSTOM_DEV:1&group_policy=isolate&limit=1"
+    assert len(answer(conn, two, latest).chosen) == 1
+    assert searched == [(2, False), (None, True)]
+    searched.clear()
+    # Neither a random order, nor breadth-first, nor before 1.29, nor without limit.
+    answer(conn, "resources=VCPU:1&limit=1", latest, rng=random.Random(1))
+    answer(conn, "resources=VCPU:1&limit=1", latest, Settings(strategy="breadth-first"))
+    answer(conn, "resources=VCPU:1&limit=1", Version(1, 28))
+    answer(conn, "resources=VCPU:1", latest)
+    assert searched == [(None, True)] * 4
