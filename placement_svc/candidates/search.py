@@ -164,10 +164,17 @@ def of_world(
         if inside is not None:  # the stock of the window's id range
             ids = shape.stock_ids[rc_id] if stock else []
             stock = stock[bisect_left(ids, lowest) : bisect_right(ids, highest)]
-        for pid, capacity, whole, min_unit, max_unit, step_size in stock:
+        for pid, capacity, whole, min_unit, max_unit, step_size, idle in stock:
             if inside is not None and pid not in inside:
                 continue
-            taken = used_of.get(pid, 0)
+            taken = used_of.get(pid)
+            if taken is None:  # nothing used: the world's own Room
+                if capacity >= amount and max_unit >= amount:
+                    room[(pid, rc)] = idle
+                    hold(pid)
+                else:
+                    full[(pid, rc)] = (whole, 0)
+                continue
             free = capacity - taken
             if free >= amount and max_unit >= amount:
                 room[(pid, rc)] = Room(free, min_unit, max_unit, step_size, whole, taken)

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from placement_svc.candidates.model import Provider
+from placement_svc.candidates.model import Provider, Room
 from placement_svc.db import tables
 
 T = TypeVar("T")
@@ -54,6 +54,14 @@ class Stock(NamedTuple):
     min_unit: int
     max_unit: int
     step_size: int
+    idle: Room  # its Room while nothing is allocated from it (most of a cloud's GPUs)
+
+
+def stock(pid: int, capacity: float, min_unit: int, max_unit: int, step_size: int) -> Stock:
+    """An inventory of this capacity ((total - reserved) * allocation_ratio)."""
+    whole = int(capacity)
+    idle = Room(capacity, min_unit, max_unit, step_size, whole, 0)
+    return Stock(pid, capacity, whole, min_unit, max_unit, step_size, idle)
 
 
 class Trees(NamedTuple):
@@ -171,7 +179,7 @@ def _load_stock(conn: Connection, world: World) -> None:
             continue
         capacity = (total - reserved) * ratio
         world.stock.setdefault(rc_id, []).append(
-            Stock(pid, capacity, int(capacity), min_unit, max_unit, step_size)
+            stock(pid, capacity, min_unit, max_unit, step_size)
         )
         holders.setdefault(rc_id, set()).add(provider.root_id)
     world.stock_ids = {rc_id: [s.provider for s in stock] for rc_id, stock in world.stock.items()}

@@ -119,7 +119,7 @@ def test_a_kept_world_is_used_until_the_generation_moves(engine, monkeypatch):
         other = add_provider(conn, "b")
     with engine.connect() as conn:
         assert set(worlds.current(conn).providers) == {pid, other}
-        assert worlds.current(conn).stock[0][1] == world.Stock(other, 8.0, 8, 1, 8, 1)
+        assert worlds.current(conn).stock[0][1] == world.stock(other, 8.0, 1, 8, 1)
     assert worlds.loads == 2
     monkeypatch.setattr(world, "MAX_AGE", 0.0)
     with engine.connect() as conn:
@@ -151,7 +151,7 @@ def as_world(built: World) -> world.World:
     shape.trait_ids = {"CUSTOM_A": 1, "CUSTOM_B": 2, "MISC_SHARES_VIA_AGGREGATE": 3}
     holders: dict[int, set[int]] = {}
     for (pid, rc), room in sorted(found.room.items()):
-        stock = world.Stock(pid, room.free, int(room.free), room.min_unit, room.max_unit, 1)
+        stock = world.stock(pid, room.free, room.min_unit, room.max_unit, 1)
         shape.stock.setdefault(CLASS_IDS[rc], []).append(stock)
         holders.setdefault(CLASS_IDS[rc], set()).add(found.providers[pid].root_id)
     shape.holders = {rc_id: frozenset(roots) for rc_id, roots in holders.items()}
@@ -225,13 +225,21 @@ def test_a_search_of_the_first_anchors_walks_into_a_prefix_of_the_whole_answer()
 
 
 def test_of_world_reads_the_room_of_the_wanted_classes_against_fresh_usage():
-    shape = world.World(1, providers={1: Provider(1, "u1", None, 1), 2: Provider(2, "u2", None, 2)})
-    shape.traits = {1: frozenset(), 2: frozenset()}
-    shape.stock = {0: [world.Stock(1, 8.0, 8, 1, 8, 1), world.Stock(2, 4.0, 4, 2, 4, 2)]}
-    shape.holders = {0: frozenset({1, 2})}
-    shape.members, shape.roots = {1: [1], 2: [2]}, frozenset({1, 2})
+    shape = world.World(1, providers={n: Provider(n, f"u{n}", None, n) for n in (1, 2, 3)})
+    shape.traits = {n: frozenset() for n in (1, 2, 3)}
+    shape.stock = {
+        0: [
+            world.stock(1, 8.0, 1, 8, 1),
+            world.stock(2, 4.0, 2, 4, 2),
+            world.stock(3, 2.0, 1, 2, 1),
+        ]
+    }
+    shape.holders = {0: frozenset({1, 2, 3})}
+    shape.members, shape.roots = {1: [1], 2: [2], 3: [3]}, frozenset({1, 2, 3})
     found = search.of_world(shape, {0: ("VCPU", 2)}, {0: {1: 7, 2: 1}})
-    assert found.with_room == {"VCPU": [2]}
+    assert found.with_room == {"VCPU": [2, 3]}
     assert found.full == {(1, "VCPU"): (8, 7)}
     assert found.room[(2, "VCPU")] == (3.0, 2, 4, 2, 4, 1)
+    assert found.room[(3, "VCPU")] == (2.0, 1, 2, 1, 2, 0)  # nothing used on it
+    assert search.of_world(shape, {0: ("VCPU", 3)}, {0: {}}).full[(3, "VCPU")] == (2, 0)
     assert found.providers is shape.providers  # every tree: the world's own, shared
