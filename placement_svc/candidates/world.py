@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from placement_svc.candidates.model import Provider, Room
 from placement_svc.db import tables
+from placement_svc.db.engine import changed_world
 
 T = TypeVar("T")
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
@@ -246,11 +247,14 @@ class Worlds:
     def current(self, conn: Connection) -> World:
         """The shape of the cloud as this transaction sees it: the kept one
         when the generation has not moved, else read now (and kept, if it is
-        the newest)."""
+        the newest and not of this transaction's own uncommitted changes:
+        rolled back, its generation would come again with other changes)."""
+        mine = changed_world(conn)  # this transaction's own changes: not for others
         seen = generation(conn)
         kept = self._world
         if (
-            seen is not None
+            not mine
+            and seen is not None
             and kept is not None
             and kept.generation == seen
             and time.monotonic() - kept.loaded_at < MAX_AGE
@@ -260,8 +264,10 @@ class Worlds:
         with self._lock:
             self.loads += 1
             kept = self._world
-            if seen is not None and (
-                kept is None or kept.generation is None or kept.generation <= seen
+            if (
+                not mine
+                and seen is not None
+                and (kept is None or kept.generation is None or kept.generation <= seen)
             ):
                 self._world = world
         return world

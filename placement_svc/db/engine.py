@@ -140,6 +140,12 @@ def count_world_changes(engine: Engine) -> None:
         event.listen(engine, name, _forget)
 
 
+def changed_world(conn: Connection) -> bool:
+    """Whether this connection's transaction has changed the shape of the
+    cloud (and not committed yet): what it reads of it is its own."""
+    return bool(conn.info.get(_COUNTED))
+
+
 # Why a transaction is run again: deadlock, serialization, lock (a lock wait
 # that timed out, SQLite's "database is locked"), lost_connection, or
 # unreachable (no connection could be made; see Database._run).

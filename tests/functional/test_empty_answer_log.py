@@ -114,6 +114,7 @@ def test_an_answer_with_candidates_logs_no_reason_and_runs_only_the_search(cloud
     work = partial(
         find.find, wanted=wanted, version=version, settings=find.Settings.of(conf.placement)
     )
+    Database(engine).read(work)  # the process reads the cloud's shape once, and keeps it
     with Statements(engine) as alone:
         Database(engine).read(work)
     caplog.set_level(logging.INFO, logger=REQUESTS)
@@ -136,6 +137,7 @@ def test_the_reason_costs_statements_only_when_the_answer_is_empty(cloud):
     work = partial(
         find.find, wanted=wanted, version=version, settings=find.Settings.of(conf.placement)
     )
+    Database(engine).read(work)  # the process reads the cloud's shape once, and keeps it
     with Statements(engine) as alone:
         Database(engine).read(work)
     with Statements(engine) as served:

@@ -16,6 +16,7 @@ once N covers every anchor.
 from __future__ import annotations
 
 import random
+from contextlib import nullcontext
 
 import pytest
 import sqlalchemy as sa
@@ -243,3 +244,19 @@ def test_of_world_reads_the_room_of_the_wanted_classes_against_fresh_usage():
     assert found.room[(3, "VCPU")] == (2.0, 1, 2, 1, 2, 0)  # nothing used on it
     assert search.of_world(shape, {0: ("VCPU", 3)}, {0: {}}).full[(3, "VCPU")] == (2, 0)
     assert found.providers is shape.providers  # every tree: the world's own, shared
+
+
+def test_a_transaction_reads_its_own_changes_and_keeps_them_to_itself(engine):
+    worlds = world.Worlds()
+    with engine.begin() as conn:
+        add_provider(conn, "a")
+    for name in ("rolled back", "committed"):  # the same generation, twice
+        with pytest.raises(RuntimeError) if name == "rolled back" else nullcontext():
+            with engine.begin() as conn:
+                pid = add_provider(conn, name)
+                assert pid in worlds.current(conn).providers
+                if name == "rolled back":
+                    raise RuntimeError(name)
+        with engine.connect() as conn:
+            seen = {p.uuid for p in worlds.current(conn).providers.values()}
+        assert seen == ({"a"} if name == "rolled back" else {"a", "committed"})
