@@ -51,7 +51,7 @@ from prometheus_client import (
 )
 from sqlalchemy import event
 
-from placement_svc import errors
+from placement_svc import errors, streaming
 from placement_svc.middleware import ENV_MICROVERSION
 from placement_svc.policies import operating as policies
 
@@ -250,11 +250,20 @@ class Instrument:
             answered[0] = status[:3]
             return start_response(status, headers, exc_info)
 
+        def count(_sent: int = 0) -> None:
+            self._count(environ, route, answered[0], perf_counter() - started)
+
         try:
-            return self.application(environ, noting_status)
+            body = self.application(environ, noting_status)
+        except BaseException:
+            count()
+            raise
         finally:
             CURRENT.reset(token)
-            self._count(environ, route, answered[0], perf_counter() - started)
+        if streaming.streamed(body):  # its latency ends with its last byte
+            return streaming.when_sent(body, count)
+        count()
+        return body
 
     def _count(self, environ, route: str, status: str, elapsed: float) -> None:
         method = environ.get("REQUEST_METHOD", "")

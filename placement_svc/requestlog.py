@@ -30,7 +30,7 @@ import uuid
 
 from oslo_middleware import http_proxy_to_wsgi
 
-from placement_svc import guard
+from placement_svc import guard, streaming
 from placement_svc.context import RequestContext
 from placement_svc.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
 
@@ -60,13 +60,20 @@ class RequestLog:
                 headers = [*headers, (REQUEST_ID_HEADER, request_id)]
             return start_response(status, headers, exc_info)
 
-        try:
-            return self.entry(environ, record_status)
-        except Exception:  # noqa: BLE001 - whatever it is, the client gets JSON
-            return guard.internal_error(environ, record_status, sys.exc_info())
-        finally:
+        def write(sent: int | None = None) -> None:
+            if sent:  # a streamed body: the bytes it sent
+                answer["length"] = str(sent)
             if LOG.isEnabledFor(logging.INFO):
                 _write(environ, answer, time.perf_counter() - started)
+
+        try:
+            body = self.entry(environ, record_status)
+        except Exception:  # noqa: BLE001 - whatever it is, the client gets JSON
+            body = guard.internal_error(environ, record_status, sys.exc_info())
+        if streaming.streamed(body):  # the line once the last byte is sent
+            return streaming.when_sent(body, write)
+        write()
+        return body
 
     def _start(self, environ, start_response):
         """The inner application, once the proxy's headers are applied."""

@@ -108,3 +108,22 @@ def test_an_exception_inside_is_counted_as_a_500():
     except RuntimeError:
         pass
     assert _requests(counts, "/", status="500") == 1
+
+
+def test_a_streamed_answer_is_counted_when_the_server_closes_it():
+    """Its latency runs to its last byte (or to the client going away)."""
+
+    def streaming(environ, start_response):
+        start_response("200 OK", [])
+        return iter([b"[", b"]"])
+
+    counts, application = _app(streaming)
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/"}
+    body = application(environ, lambda status, headers, exc_info=None: None)
+    assert _requests(counts, "/") is None
+    assert b"".join(body) == b"[]"
+    assert _requests(counts, "/") == 1
+    gone = application(environ, lambda status, headers, exc_info=None: None)
+    gone.close()  # before any byte: counted once all the same
+    gone.close()
+    assert _requests(counts, "/") == 2

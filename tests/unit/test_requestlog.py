@@ -22,6 +22,7 @@ import pytest
 from placement_svc import app, auth, conf, guard, requestlog
 from placement_svc import microversion as mv
 from placement_svc.db.engine import Database, create_engine
+from placement_svc.middleware import ENV_REQUEST_ID
 
 TOKEN_AND_LATEST = {"HTTP_X_AUTH_TOKEN": "admin", "HTTP_OPENSTACK_API_VERSION": "placement latest"}
 
@@ -250,3 +251,27 @@ def test_an_unexpected_error_inside_falcon_is_json_even_for_a_browser(log, monke
     status, headers, body = call(make_app(), "GET", "/", HTTP_ACCEPT="text/html")
     assert_json_500_body(status, headers, body)
     assert "status: 500" in the_line(log)
+
+
+def test_a_streamed_answer_is_logged_when_its_last_byte_is_taken(log):
+    """A body made as the server reads it (a huge candidates answer): the
+    line waits for its end, with the bytes sent and the time until then."""
+    pieces = [b'{"allocation_requests": [', b"], ", b'"provider_summaries": {}}']
+
+    def streaming_app(environ, start_response):
+        start_response("200 OK", [("content-type", "application/json")])
+        return iter(pieces)
+
+    cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
+    application = requestlog.RequestLog(streaming_app, cfg)
+    environ = {}
+    wsgiref.util.setup_testing_defaults(environ)
+    environ.update(PATH_INFO="/allocation_candidates", REMOTE_ADDR="127.0.0.1")
+    body = application(environ, lambda status, headers, exc_info=None: None)
+    assert [r for r in log.records if r.name == "placement_svc.requests"] == []
+    assert b"".join(body) == b"".join(pieces)
+    assert the_line(log) == (
+        f'127.0.0.1 "GET /allocation_candidates" status: 200 len: {len(b"".join(pieces))}'
+        f" microversion: - time: 0.0123s request_id: {environ[ENV_REQUEST_ID]}"
+        " user: - project: -"
+    )
