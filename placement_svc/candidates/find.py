@@ -206,7 +206,10 @@ def find_noting_empty(
     answer costs nothing more. An empty one comes from a search of every
     tree (see ``_answer``), which the explanation reads."""
     answer, found, tally = _answer(conn, wanted, version, settings, rng)
-    nested = any(provider.parent_id is not None for provider in found.providers.values())
+    if found.members is not None:  # a tree of several providers is nested
+        nested = any(len(tree) > 1 for tree in found.members.values())
+    else:
+        nested = any(provider.parent_id is not None for provider in found.providers.values())
     if answer.chosen:
         return Noted(answer, None, nested, tally.pruned)
     why = explain(conn, wanted, settings, near=0, found=found)

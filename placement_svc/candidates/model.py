@@ -68,6 +68,10 @@ class Found:
     # False when the search covered only the first anchors of the cloud (in
     # id order): a prefix of the whole answer's trees, see search.search.
     complete: bool = True
+    # root -> the providers loaded of its tree, when the search knows them
+    # (None for a Found built by hand): render reads a few trees' members
+    # without a look at every provider loaded.
+    members: dict[int, list[int]] | None = None
 
 
 # What GET /allocation_candidates/explain reads besides a Found: the whole

@@ -108,14 +108,14 @@ def _named(found: Found, named: set[int], every: set[int] | None) -> set[int]:
 
 
 def tree_members(found: Found, roots: set[int]) -> set[int]:
-    """Every provider loaded whose root is one of ``roots``.
-
-    The one look at every provider loaded that an answer may cost (from
-    1.29 only): Found has no index of a tree's providers, and a provider
-    without inventory of a requested class is summarised too. Skipped when
-    there is no root to look for."""
+    """Every provider loaded whose root is one of ``roots``: from the
+    search's index of the trees' members, or (a Found built by hand) with a
+    look at every provider loaded."""
     if not roots:
         return set()
+    if found.members is not None:
+        members = found.members
+        return {pid for root in roots for pid in members.get(root, ())}
     return {pid for pid, p in found.providers.items() if p.root_id in roots}
 
 

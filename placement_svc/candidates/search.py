@@ -187,11 +187,16 @@ def of_world(
     found.shares_with = {pid: set(shape.shares_with[pid]) for pid in trees.sharing}
     if inside is not None:
         found.providers = {pid: providers[pid] for pid in sorted(inside)}
+        found.members = {
+            root: shape.members[root] for root in window or () if root in shape.members
+        }
     elif len(trees.all_roots) == len(shape.roots):
         found.providers = providers  # the world's own: read, never changed
+        found.members = shape.members
     else:
         roots = trees.all_roots
         found.providers = {pid: p for pid, p in providers.items() if p.root_id in roots}
+        found.members = {root: shape.members[root] for root in roots}
     found.traits, found.trait_ids = shape.traits, shape.trait_ids
     found.aggregates = shape.aggregates
     return found
