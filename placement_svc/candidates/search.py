@@ -232,16 +232,7 @@ def inventories(
     total, reserved, allocation_ratio, min_unit, max_unit, step_size)."""
     used = used_amounts(conn, rc_ids)
     rows = conn.execute(
-        sa.select(
-            INV.c.resource_provider_id,
-            INV.c.resource_class_id,
-            INV.c.total,
-            INV.c.reserved,
-            INV.c.allocation_ratio,
-            INV.c.min_unit,
-            INV.c.max_unit,
-            INV.c.step_size,
-        ).where(INV.c.resource_class_id.in_(rc_ids))
+        sa.select(*world.INVENTORY_COLUMNS).where(INV.c.resource_class_id.in_(rc_ids))
     ).all()
     return used, rows
 

@@ -39,6 +39,17 @@ RPT = tables.resource_provider_traits
 RPA = tables.resource_provider_aggregates
 AGG = tables.placement_aggregates
 GENERATION = tables.world_generation
+# An inventory as the search reads it, in this order.
+INVENTORY_COLUMNS = (
+    INV.c.resource_provider_id,
+    INV.c.resource_class_id,
+    INV.c.total,
+    INV.c.reserved,
+    INV.c.allocation_ratio,
+    INV.c.min_unit,
+    INV.c.max_unit,
+    INV.c.step_size,
+)
 
 # A World older than this is read again even if the generation has not
 # moved: a change made in SQL by hand, outside every engine of ours, is seen
@@ -164,16 +175,7 @@ def _load_stock(conn: Connection, world: World) -> None:
     holders: dict[int, set[int]] = {}
     providers = world.providers
     for pid, rc_id, total, reserved, ratio, min_unit, max_unit, step_size in conn.execute(
-        sa.select(
-            INV.c.resource_provider_id,
-            INV.c.resource_class_id,
-            INV.c.total,
-            INV.c.reserved,
-            INV.c.allocation_ratio,
-            INV.c.min_unit,
-            INV.c.max_unit,
-            INV.c.step_size,
-        ).order_by(INV.c.resource_provider_id)
+        sa.select(*INVENTORY_COLUMNS).order_by(INV.c.resource_provider_id)
     ):
         provider = providers.get(pid)
         if provider is None:  # added after the providers were read (READ COMMITTED)
