@@ -32,12 +32,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
 import sqlalchemy as sa
 
 from placement_svc.db import migration, tables
 from placement_svc.db.engine import create_engine
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scale  # noqa: E402  (bench/scale.py: the same rows as its clouds)
 
 ACCEL = "CUSTOM_BENCH_ACCEL"
 DEVICES = 8
@@ -65,42 +67,18 @@ def load(url: str, hosts: int) -> None:
         for host in range(hosts):
             pid += 1
             root = pid
-            providers.append(_provider(root, root, None, f"bench-wide-{host}"))
+            providers.append(scale._provider(root, root, None, f"bench-wide-{host}"))
             inventories += [
-                _inventory(root, rc["VCPU"], 64),
-                _inventory(root, rc["MEMORY_MB"], 262144),
+                scale._inventory(root, rc["VCPU"], 64, 1.0),
+                scale._inventory(root, rc["MEMORY_MB"], 262144, 1.0),
             ]
             for device in range(DEVICES):
                 pid += 1
-                providers.append(_provider(pid, root, root, f"bench-wide-{host}-dev{device}"))
-                inventories.append(_inventory(pid, rc[ACCEL], 1))
+                providers.append(scale._provider(pid, root, root, f"bench-wide-{host}-dev{device}"))
+                inventories.append(scale._inventory(pid, rc[ACCEL], 1, 1.0))
         conn.execute(tables.resource_providers.insert(), providers)
         conn.execute(tables.inventories.insert(), inventories)
     engine.dispose()
-
-
-def _provider(pid: int, root: int, parent: int | None, name: str) -> dict:
-    return {
-        "id": pid,
-        "uuid": str(uuid.UUID(int=(1 << 64) + pid)),
-        "name": name,
-        "generation": 1,
-        "root_provider_id": root,
-        "parent_provider_id": parent,
-    }
-
-
-def _inventory(pid: int, rc: int, total: int) -> dict:
-    return {
-        "resource_provider_id": pid,
-        "resource_class_id": rc,
-        "total": total,
-        "reserved": 0,
-        "min_unit": 1,
-        "max_unit": total,
-        "step_size": 1,
-        "allocation_ratio": 1.0,
-    }
 
 
 def query(groups: int) -> str:
