@@ -85,6 +85,16 @@ database_opts = [
         "value leaves the server's mode alone.",
     ),
     cfg.IntOpt(
+        "mysql_wsrep_sync_wait",
+        min=0,
+        max=15,
+        help="On a MariaDB Galera cluster: the wsrep_sync_wait set on every "
+        "connection. 1 makes each read wait until this node has applied every "
+        "write the cluster committed before it, so API processes on several "
+        "hosts, each on its own node, read each other's writes at once. Unset "
+        "leaves the server's value alone (0 by default: reads may lag).",
+    ),
+    cfg.IntOpt(
         "sqlite_busy_timeout",
         default=30,
         min=1,

@@ -67,12 +67,19 @@ def create_engine(url: str, db_conf: Any = None) -> Engine:
     count_world_changes(engine)
     if backend == "mysql":
         sql_mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
+        sync_wait = db_conf.mysql_wsrep_sync_wait if db_conf is not None else None
+        settings = []
         if sql_mode:
+            settings.append(("SET SESSION sql_mode = %s", (sql_mode,)))
+        if sync_wait is not None:
+            settings.append(("SET SESSION wsrep_sync_wait = %s", (sync_wait,)))
+        if settings:
 
             @event.listens_for(engine, "connect")
-            def _set_sql_mode(dbapi_conn: Any, _record: Any) -> None:
+            def _set_session(dbapi_conn: Any, _record: Any) -> None:
                 with dbapi_conn.cursor() as cursor:
-                    cursor.execute("SET SESSION sql_mode = %s", (sql_mode,))
+                    for statement, values in settings:
+                        cursor.execute(statement, values)
 
     return engine
 
