@@ -30,13 +30,12 @@ two writers could otherwise both hold while each waits to update the row.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import capacity, consumers, names, providers, tables
+from placement_svc.db import capacity, consumers, providers, tables
 from placement_svc.db.consumers import Consumer, Owner
 from placement_svc.db.exceptions import (
     AllocationProviderNotFound,
@@ -87,25 +86,28 @@ class Wanted:
         return self.project_id, self.user_id
 
 
-def _select() -> sa.Select:
-    return (
-        sa.select(
-            ALLOC.c.used,
-            ALLOC.c.consumer_id,
-            ALLOC.c.created_at,
-            ALLOC.c.updated_at,
-            RP.c.uuid.label("provider_uuid"),
-            RP.c.generation.label("provider_generation"),
-            RC.c.name.label("resource_class"),
-            consumers.CONSUMER.c.generation.label("consumer_generation"),
-        )
-        .select_from(
-            ALLOC.join(RP, RP.c.id == ALLOC.c.resource_provider_id)
-            .join(RC, RC.c.id == ALLOC.c.resource_class_id)
-            .join(consumers.CONSUMER, consumers.CONSUMER.c.uuid == ALLOC.c.consumer_id)
-        )
-        .order_by(ALLOC.c.id)
+_SELECT = (
+    sa.select(
+        ALLOC.c.used,
+        ALLOC.c.consumer_id,
+        ALLOC.c.created_at,
+        ALLOC.c.updated_at,
+        RP.c.uuid.label("provider_uuid"),
+        RP.c.generation.label("provider_generation"),
+        RC.c.name.label("resource_class"),
+        consumers.CONSUMER.c.generation.label("consumer_generation"),
     )
+    .select_from(
+        ALLOC.join(RP, RP.c.id == ALLOC.c.resource_provider_id)
+        .join(RC, RC.c.id == ALLOC.c.resource_class_id)
+        .join(consumers.CONSUMER, consumers.CONSUMER.c.uuid == ALLOC.c.consumer_id)
+    )
+    .order_by(ALLOC.c.id)
+)
+
+
+def _select() -> sa.Select:
+    return _SELECT
 
 
 def _record(row: sa.Row) -> Allocation:
@@ -194,38 +196,52 @@ def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
     return result.rowcount > 0
 
 
+@dataclass(frozen=True)
+class Ensured:
+    """A consumer a write concerns, with the owner the request gives it;
+    ``created``: inserted by this transaction, at its first generation."""
+
+    consumer: Consumer
+    owner: Owner
+    created: bool
+
+
 def ensure_consumers(
     conn: Connection,
     wanted: list[Wanted],
     check_generation: bool,
     incomplete: tuple[str, str],
-) -> dict[str, tuple[Consumer, Owner]]:
+) -> dict[str, Ensured]:
     """Find or create each consumer, in request order, checking generations.
 
     With ``check_generation`` (1.28+) a consumer that exists must be at the
     generation given, and one that does not must be given null.
     """
     existing = consumers.find_many(conn, (w.consumer_uuid for w in wanted))
-    pks: dict[tuple, int] = {}
-
-    def pk(kind: str, ensure: Callable[[Connection, str], int], value: str) -> int:
-        if (kind, value) not in pks:
-            pks[(kind, value)] = ensure(conn, value)
-        return pks[(kind, value)]
-
+    owned = [(item, *item.owner_ids(incomplete)) for item in wanted]
+    pks = consumers.ensure_owners(
+        conn,
+        [
+            key
+            for item, project_id, user_id in owned
+            for key in (
+                ("project", project_id),
+                ("user", user_id),
+                *([("type", item.consumer_type)] if item.consumer_type is not None else []),
+            )
+        ],
+    )
     found = {}
-    for item in wanted:
-        project_id, user_id = item.owner_ids(incomplete)
+    for item, project_id, user_id in owned:
         owner = Owner(
-            project_pk=pk("project", consumers.ensure_project, project_id),
-            user_pk=pk("user", consumers.ensure_user, user_id),
+            project_pk=pks[("project", project_id)],
+            user_pk=pks[("user", user_id)],
             consumer_type_id=(
-                pk("type", consumers.ensure_type, item.consumer_type)
-                if item.consumer_type is not None
-                else None
+                pks[("type", item.consumer_type)] if item.consumer_type is not None else None
             ),
         )
         consumer = existing.get(item.consumer_uuid)
+        created = False
         if consumer is not None:
             if check_generation and consumer.generation != item.generation:
                 raise ConsumerGenerationConflict(
@@ -234,10 +250,12 @@ def ensure_consumers(
         else:
             if check_generation and item.generation is not None:
                 raise ConsumerGenerationConflict(item.consumer_uuid, None, item.generation)
-            consumer, created = consumers.create(conn, item.consumer_uuid, owner)
+            consumer, created = consumers.create(
+                conn, item.consumer_uuid, owner, (project_id, user_id, item.consumer_type)
+            )
             if check_generation and not created:
                 raise ConsumerChanged()  # made by a racing writer meanwhile
-        found[item.consumer_uuid] = (consumer, owner)
+        found[item.consumer_uuid] = Ensured(consumer, owner, created)
     return found
 
 
@@ -247,34 +265,40 @@ def resolve_providers(conn: Connection, wanted: list[Wanted]) -> dict[str, Provi
     uuids = list(dict.fromkeys(rp for item in wanted for rp in item.resources))
     if not uuids:
         return {}
-    found = {p.uuid: p for p in providers.query(conn, RP.c.uuid.in_(uuids), order=False)}
+    found = {p.uuid: p for p in providers.by_uuids(conn, uuids)}
     for uuid in uuids:
         if uuid not in found:
             raise AllocationProviderNotFound(uuid)
     return found
 
 
+_INSERT = sa.insert(ALLOC)
+
+
 def replace(
     conn: Connection,
     wanted: list[Wanted],
-    ensured: dict[str, tuple[Consumer, Owner]],
+    ensured: dict[str, Ensured],
     known: dict[str, Provider],
 ) -> None:
     """Replace the consumers' allocations; ``known`` holds the providers as last seen."""
-    for consumer, owner in ensured.values():
-        consumers.set_owner(conn, consumer, owner)
+    for entry in ensured.values():
+        if not entry.created:
+            consumers.set_owner(conn, entry.consumer, entry.owner)
     claims = _claims(conn, wanted, known)
-    rc_ids = names.resource_class_ids(conn, (c.resource_class for c in claims))
+    touched = list({c.provider.id: c.provider for c in claims}.values())
+    # Read before the generations are bumped, and safe so: a change to these
+    # inventories since the providers were read moved their generations.
+    rc_ids, inventories = capacity.classes_and_inventories(
+        conn, [p.id for p in touched], [c.resource_class for c in claims]
+    )
     unknown = [c.resource_class for c in claims if c.resource_class not in rc_ids]
     if unknown:
         raise UnknownResourceClass(tuple(dict.fromkeys(unknown)))
-    touched = list({c.provider.id: c.provider for c in claims}.values())
     bump_providers(conn, touched)
-    before = capacity.usage(conn, (p.id for p in touched), rc_ids.values()) if claims else {}
     consumer_uuids = [item.consumer_uuid for item in wanted]
-    if consumer_uuids:
-        conn.execute(sa.delete(ALLOC).where(ALLOC.c.consumer_id.in_(consumer_uuids)))
-    capacity.check(conn, claims, rc_ids, before)
+    removed = capacity.remove(conn, consumer_uuids, [p.id for p in touched], rc_ids.values())
+    capacity.check(conn, claims, rc_ids, inventories, removed)
     rows = [
         {
             "resource_provider_id": c.provider.id,
@@ -286,9 +310,13 @@ def replace(
         if c.amount > 0
     ]
     if rows:
-        conn.execute(sa.insert(ALLOC), rows)
-    consumers.bump_generations(conn, (consumer for consumer, _owner in ensured.values()))
-    consumers.delete_unused(conn, consumer_uuids)
+        conn.execute(_INSERT, rows)
+    # A consumer this transaction created is at its first generation already.
+    consumers.bump_generations(
+        conn, (entry.consumer for entry in ensured.values() if not entry.created)
+    )
+    holding = {row["consumer_id"] for row in rows}
+    consumers.delete_unused(conn, [uuid for uuid in consumer_uuids if uuid not in holding])
 
 
 def _claims(
@@ -340,10 +368,25 @@ def _current(
     return [(row.consumer_id, known[row.provider_uuid], row.name) for row in rows]
 
 
+_BUMP_ONE = (
+    sa.update(RP)
+    .where(RP.c.id == sa.bindparam("b_id"), RP.c.generation == sa.bindparam("b_seen"))
+    .values(generation=RP.c.generation + 1, updated_at=sa.bindparam("b_now"))
+)
+
+
 def bump_providers(conn: Connection, touched: list[Provider]) -> None:
     """One conditional UPDATE for all: each provider's generation must still be as seen."""
     seen = {p.id: p.generation for p in touched}
     if not seen:
+        return
+    if len(seen) == 1:  # nearly every claim: a statement built once
+        ((provider_id, generation),) = seen.items()
+        result = conn.execute(
+            _BUMP_ONE, {"b_id": provider_id, "b_seen": generation, "b_now": tables.utcnow()}
+        )
+        if result.rowcount != 1:
+            raise ConcurrentUpdate(touched[0].uuid)
         return
     result = conn.execute(
         sa.update(RP)

@@ -9,11 +9,13 @@ allocations, guarded like a provider's (``UPDATE ... WHERE generation =
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -29,6 +31,8 @@ ALLOC = tables.allocations
 
 # The type of consumers written before 1.38, which is no row at all.
 UNKNOWN_TYPE = "unknown"
+# A consumer's generation after the write that created it.
+FIRST_GENERATION = 1
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,8 @@ def with_owners(query: sa.Select) -> sa.Select:
     )
 
 
-def _select() -> sa.Select:
-    return with_owners(sa.select(*owner_columns()).select_from(CONSUMER))
+_SELECT = with_owners(sa.select(*owner_columns()).select_from(CONSUMER))
+_FIND_MANY = _SELECT.where(CONSUMER.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
 
 
 def record(row: sa.Row) -> Consumer:
@@ -104,7 +108,7 @@ def find_many(conn: Connection, uuids: Iterable[str]) -> dict[str, Consumer]:
     wanted = set(uuids)
     if not wanted:
         return {}
-    rows = conn.execute(_select().where(CONSUMER.c.uuid.in_(wanted)))
+    rows = conn.execute(_FIND_MANY, {"uuids": sorted(wanted)})
     return {row.uuid: record(row) for row in rows}
 
 
@@ -132,43 +136,114 @@ def _ensure_row(conn: Connection, table: sa.Table, column: sa.Column, value: str
         return found
 
 
-def ensure_project(conn: Connection, external_id: str) -> int:
-    return _ensure_row(conn, PROJECT, PROJECT.c.external_id, external_id)
+# What an owner's parts are looked up by: project and user external ids,
+# consumer type names.
+OWNER_KINDS = {
+    "project": (PROJECT, PROJECT.c.external_id),
+    "user": (USER, USER.c.external_id),
+    "type": (CONSUMER_TYPE, CONSUMER_TYPE.c.name),
+}
 
 
-def ensure_user(conn: Connection, external_id: str) -> int:
-    return _ensure_row(conn, USER, USER.c.external_id, external_id)
+@functools.cache
+def _owners_query(kinds: tuple[str, ...]) -> sa.Select | sa.CompoundSelect:
+    """The ids of the owners' parts of these kinds, by name: the names of a
+    kind are bound as the list parameter named after it."""
+    parts = [
+        sa.select(sa.literal(kind).label("kind"), table.c.id, column.label("name")).where(
+            column.in_(sa.bindparam(kind, expanding=True))
+        )
+        for kind, (table, column) in OWNER_KINDS.items()
+        if kind in kinds
+    ]
+    return parts[0] if len(parts) == 1 else sa.union_all(*parts)
 
 
-def ensure_type(conn: Connection, name: str) -> int:
-    return _ensure_row(conn, CONSUMER_TYPE, CONSUMER_TYPE.c.name, name)
+def ensure_owners(
+    conn: Connection, wanted: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], int]:
+    """{(kind, name): id} for every (kind, name) of ``wanted`` (kinds of
+    OWNER_KINDS), the missing ones inserted. The ones that exist, which is
+    nearly always all of them, are read in one statement for any number."""
+    keys = set(wanted)
+    if not keys:
+        return {}
+    names = {kind: sorted(name for of, name in keys if of == kind) for kind in OWNER_KINDS}
+    kinds = tuple(kind for kind in OWNER_KINDS if names[kind])
+    found = {
+        (row.kind, row.name): row.id
+        for row in conn.execute(_owners_query(kinds), {kind: names[kind] for kind in kinds})
+        if (row.kind, row.name) in keys
+    }
+    for kind, name in keys - found.keys():
+        # Not there by exactly this name (or stored by one MariaDB compares
+        # equal to it): looked up and inserted one at a time, races tolerated.
+        table, column = OWNER_KINDS[kind]
+        found[(kind, name)] = _ensure_row(conn, table, column, name)
+    return found
 
 
-def create(conn: Connection, uuid: str, owner: Owner) -> tuple[Consumer, bool]:
-    """Insert a consumer at generation 0; (consumer, True).
+_INSERT = sa.insert(CONSUMER)
+_INSERT_UNLESS_THERE = (
+    postgresql.insert(CONSUMER)
+    .on_conflict_do_nothing(index_elements=["uuid"])
+    .returning(CONSUMER.c.id)
+)
+
+
+def create(
+    conn: Connection, uuid: str, owner: Owner, names: tuple[str, str, str | None]
+) -> tuple[Consumer, bool]:
+    """Insert a consumer that has allocations to be written in this
+    transaction: at generation 1, the generation a consumer's first write
+    gives it. (consumer, True); ``names`` are the owner's project, user and
+    type as the request gave them.
 
     When a racing writer committed the same consumer first, that one is
-    returned instead: (consumer, False).
+    returned instead, as it is now: (consumer, False).
     """
-    try:
-        with conn.begin_nested():
-            conn.execute(
-                sa.insert(CONSUMER).values(
-                    uuid=uuid,
-                    project_id=owner.project_pk,
-                    user_id=owner.user_pk,
-                    generation=0,
-                    consumer_type_id=owner.consumer_type_id,
-                )
-            )
-    except IntegrityError:
+    values = {
+        "uuid": uuid,
+        "project_id": owner.project_pk,
+        "user_id": owner.user_pk,
+        "generation": FIRST_GENERATION,
+        "consumer_type_id": owner.consumer_type_id,
+    }
+    backend = conn.dialect.name
+    consumer_id: int | None
+    if backend == "sqlite":
+        # Under BEGIN IMMEDIATE no other writer runs: the consumer this
+        # transaction did not find cannot have been made meanwhile.
+        consumer_id = inserted_id(conn.execute(_INSERT, values))
+    elif backend == "postgresql":
+        inserted = conn.execute(_INSERT_UNLESS_THERE, values).first()
+        consumer_id = inserted.id if inserted is not None else None
+    else:
+        try:
+            with conn.begin_nested():
+                consumer_id = inserted_id(conn.execute(_INSERT, values))
+        except IntegrityError:
+            existing = find(conn, uuid)
+            if existing is None:
+                raise
+            return existing, False
+    if consumer_id is None:  # PostgreSQL: made by a writer that committed first
         existing = find(conn, uuid)
         if existing is None:
-            raise
+            raise LookupError(uuid)
         return existing, False
-    created = find(conn, uuid)
-    if created is None:  # not after an INSERT in this very transaction
-        raise LookupError(uuid)
+    project_id, user_id, type_name = names
+    created = Consumer(
+        id=consumer_id,
+        uuid=uuid,
+        generation=FIRST_GENERATION,
+        project_id=project_id,
+        user_id=user_id,
+        consumer_type=type_name,
+        project_pk=owner.project_pk,
+        user_pk=owner.user_pk,
+        consumer_type_id=owner.consumer_type_id,
+    )
     return created, True
 
 

@@ -47,7 +47,7 @@ class Provider:
         return self.updated_at or self.created_at
 
 
-def _select() -> sa.Select:
+def _build_select() -> sa.Select:
     parent = RP.alias("parent")
     root = RP.alias("root")
     return sa.select(
@@ -66,6 +66,15 @@ def _select() -> sa.Select:
             root, root.c.id == RP.c.root_provider_id
         )
     )
+
+
+# Built once: statements are immutable, each use adds its WHERE to a copy
+# (building the aliases anew for every read cost more than running it).
+_SELECT = _build_select()
+
+
+def _select() -> sa.Select:
+    return _SELECT
 
 
 def _record(row: sa.Row) -> Provider:
@@ -95,6 +104,14 @@ def get(conn: Connection, uuid: str) -> Provider:
     if provider is None:
         raise ProviderNotFound(uuid)
     return provider
+
+
+_BY_UUIDS = _SELECT.where(RP.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
+
+
+def by_uuids(conn: Connection, uuids: list[str]) -> list[Provider]:
+    """The providers of these uuids that exist, in no particular order."""
+    return [_record(row) for row in conn.execute(_BY_UUIDS, {"uuids": uuids})]
 
 
 def query(conn: Connection, where: Any = None, order: bool = True) -> list[Provider]:

@@ -254,11 +254,14 @@ def changes_world(stmt: Any, multiparams: Any = (), params: Any = None) -> bool:
     if not isinstance(stmt, Update):
         return True
     columns = {getattr(key, "key", key) for key in getattr(stmt, "_values", None) or ()}
+    # Parameters named as a column set that column; others (b_id...) bind
+    # the statement's own bindparams.
+    named = resource_providers.c
     for each in ([params] if params else []) + list(multiparams or ()):
         if isinstance(each, dict):
-            columns.update(each)
+            columns.update(k for k in each if k in named)
         elif isinstance(each, list | tuple):
-            columns.update(k for row in each if isinstance(row, dict) for k in row)
+            columns.update(k for row in each if isinstance(row, dict) for k in row if k in named)
     return not columns or not columns <= _NOT_SHAPE
 
 

@@ -56,6 +56,15 @@ def test_an_update_of_providers_named_by_parameters_only_is_judged_by_them():
     assert not tables.changes_world(sa.update(RP), [{"generation": 2}])
     assert tables.changes_world(sa.update(RP), [{"generation": 2, "parent_provider_id": 1}])
     assert tables.changes_world(sa.update(RP))  # nothing said: count it
+    # Parameters that bind the statement's own bindparams set no column.
+    bump = (
+        sa.update(RP)
+        .where(RP.c.id == sa.bindparam("b_id"))
+        .values(generation=RP.c.generation + 1, updated_at=sa.bindparam("b_now"))
+    )
+    assert not tables.changes_world(bump, [], {"b_id": 1, "b_now": None})
+    assert tables.changes_world(bump, [], {"b_id": 1, "b_now": None, "parent_provider_id": 2})
+    assert tables.changes_world(sa.update(RP).where(RP.c.id == sa.bindparam("b_id")), [{"b_id": 1}])
 
 
 @pytest.fixture
