@@ -1,0 +1,172 @@
+"""What one claim costs in-process: statements, time, and where the time goes.
+
+Runs PUT /allocations/{consumer} as nova's scheduler sends it (1.36, a new
+consumer, one small flavor on one of --hosts hosts) through the whole WSGI
+application in this process, as bench/floor.py does for reads: no network,
+no HTTP parsing, one worker's worth. Prints the statements one claim runs
+(counted on the engine), the median time of a claim, then the own time per
+stage under cProfile (bench/floor.py's stages).
+
+    python bench/claim_cost.py [--repeat 2000] [--hosts 50] [--url postgresql+psycopg://...]
+
+--url names an EMPTY database the bench may wipe; by default a temporary
+SQLite file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import io
+import json
+import logging
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+import wsgiref.util
+from pathlib import Path
+
+import sqlalchemy as sa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from floor import stage_of  # noqa: E402  (bench/floor.py)
+
+from placement_svc import app, conf, runtime  # noqa: E402
+from placement_svc.db import migration, tables  # noqa: E402
+from placement_svc.db.engine import Database, create_engine  # noqa: E402
+
+VERSION = "placement 1.36"
+FLAVOR = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
+
+
+def call(application, method: str, path: str, body: dict | None = None) -> tuple[str, bytes]:
+    environ: dict = {}
+    wsgiref.util.setup_testing_defaults(environ)
+    raw = json.dumps(body).encode() if body is not None else b""
+    environ.update(
+        REQUEST_METHOD=method,
+        PATH_INFO=path,
+        HTTP_X_AUTH_TOKEN="admin",
+        HTTP_OPENSTACK_API_VERSION=VERSION,
+        CONTENT_TYPE="application/json",
+        CONTENT_LENGTH=str(len(raw)),
+    )
+    environ["wsgi.input"] = io.BytesIO(raw)
+    answered = []
+    out = b"".join(application(environ, lambda status, headers, exc=None: answered.append(status)))
+    return answered[0], out
+
+
+def load(application, hosts: int) -> list[str]:
+    uuids = []
+    for n in range(hosts):
+        rp = str(uuid.uuid4())
+        status, body = call(
+            application, "POST", "/resource_providers", {"name": f"claim-{n}", "uuid": rp}
+        )
+        assert status.startswith("200"), (status, body)
+        inventories = {
+            rc: {"total": 10**6, "max_unit": 10**6, "allocation_ratio": 1.0} for rc in FLAVOR
+        }
+        status, body = call(
+            application,
+            "PUT",
+            f"/resource_providers/{rp}/inventories",
+            {"resource_provider_generation": 0, "inventories": inventories},
+        )
+        assert status.startswith("200"), (status, body)
+        uuids.append(rp)
+    return uuids
+
+
+def claim(application, host: str) -> None:
+    body = {
+        "allocations": {host: {"resources": FLAVOR}},
+        "project_id": "bench-project",
+        "user_id": "bench-user",
+        "consumer_generation": None,
+    }
+    status, out = call(application, "PUT", f"/allocations/{uuid.uuid4()}", body)
+    assert status.startswith("204"), (status, out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2000)
+    parser.add_argument("--hosts", type=int, default=50)
+    parser.add_argument("--url", help="an empty database to use (default: a SQLite file)")
+    parser.add_argument("--statements", action="store_true", help="print one claim's SQL")
+    args = parser.parse_args(argv)
+    logging.getLogger("placement_svc.requests").setLevel(logging.INFO)  # as serve logs
+    logging.basicConfig(stream=open(os.devnull, "w"), level=logging.INFO)  # noqa: SIM115
+    with tempfile.TemporaryDirectory(prefix="bench-claim-") as workdir:
+        engine = create_engine(args.url or f"sqlite:///{workdir}/claims.sqlite")
+        if args.url:
+            with engine.begin() as conn:
+                tables.metadata.drop_all(conn)
+                conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+        migration.sync(engine)
+        cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
+        cfg.set_override("auth_strategy", "noauth2", group="api")
+        application = app.create_app(cfg, Database(engine))
+        runtime.tune_gc()
+        hosts = load(application, args.hosts)
+        for n in range(200):
+            claim(application, hosts[n % len(hosts)])
+
+        statements: list[str] = []
+
+        @sa.event.listens_for(engine, "before_cursor_execute")
+        def count(_conn, _cursor, statement, *_rest):
+            statements.append(statement)
+
+        claim(application, hosts[0])
+        sa.event.remove(engine, "before_cursor_execute", count)
+        print(
+            f"# python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+            f"{engine.dialect.name}, {args.hosts} hosts, {args.repeat} claims"
+        )
+        print(f"statements per claim: {len(statements)} (BEGIN and COMMIT not counted)")
+        if args.statements:
+            for statement in statements:
+                print("   ", " ".join(statement.split())[:160])
+        times = []
+        for n in range(args.repeat):
+            started = time.perf_counter()
+            claim(application, hosts[n % len(hosts)])
+            times.append(time.perf_counter() - started)
+        times.sort()
+        print(
+            f"PUT /allocations/{{c}}  median {statistics.median(times) * 1000:6.3f} ms  "
+            f"p95 {times[int(len(times) * 0.95)] * 1000:6.3f} ms"
+        )
+        profile(application, hosts, min(args.repeat, 1000))
+        engine.dispose()
+    return 0
+
+
+def profile(application, hosts: list[str], repeat: int) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for n in range(repeat):
+        claim(application, hosts[n % len(hosts)])
+    profiler.disable()
+    by_stage: collections.Counter = collections.Counter()
+    for (filename, _line, _name), (_cc, _nc, own, _cum, _callers) in pstats.Stats(
+        profiler
+    ).stats.items():
+        by_stage[stage_of(filename)] += own / repeat
+    total = sum(by_stage.values())
+    print(f"    under cProfile {total * 1000:.3f} ms per claim, own time by stage:")
+    for stage, seconds in by_stage.most_common():
+        print(f"    {seconds * 1000:7.3f} ms {seconds / total:6.1%}  {stage}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
