@@ -141,7 +141,13 @@ def count_world_changes(engine: Engine) -> None:
             conn.execute(_BUMP)
 
     def _forget(conn: Connection, *_args: Any) -> None:
-        conn.info[_COUNTED] = False
+        # A connection lost mid-transaction is rolled back with no DBAPI
+        # connection behind it: its info cannot be reached (SQLAlchemy raises
+        # PendingRollbackError, which would hide the lost connection, the
+        # reason to run the transaction again) and need not be: the next
+        # transaction's "begin" forgets.
+        if not conn.invalidated:
+            conn.info[_COUNTED] = False
 
     for name in ("begin", "commit", "rollback", "rollback_savepoint"):
         event.listen(engine, name, _forget)
