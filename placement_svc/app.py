@@ -212,7 +212,7 @@ def _handle_database_fact(req, resp, ex, _params):
         error = errors.BadRequest("The request contains a value the database cannot store.")
     elif ex.unreachable:
         error = errors.ServiceUnavailable(
-            "The database cannot be reached; please retry later.",
+            UNAVAILABLE.get(ex.reason, "The database cannot be reached; please retry later."),
             headers={"Retry-After": str(RETRY_AFTER_UNREACHABLE)},
         )
     else:
@@ -227,6 +227,16 @@ def _handle_database_fact(req, resp, ex, _params):
 # database clears in moments, an unreachable one (a failover, a restart) in a few.
 RETRY_AFTER_BUSY = 1
 RETRY_AFTER_UNREACHABLE = 5
+
+# What a database out of reach is, by DatabaseUnavailable.reason, when more
+# is known than "cannot be reached"; one line, never the driver's words (they
+# may name hosts, users, statements).
+UNAVAILABLE = {
+    "not_ready": "The database node is not ready for use (not synced with its cluster); "
+    "please retry later.",
+    "lost_connection": "The connection to the database was lost; please retry later.",
+    "pool_timeout": "No database connection came free in time; please retry later.",
+}
 
 
 def _handle_unexpected(req, resp, ex, _params):

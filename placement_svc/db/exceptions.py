@@ -196,8 +196,12 @@ class UnstorableValue(DomainError):
 @dataclass(eq=False)
 class DatabaseUnavailable(DomainError):
     """Retryable failures (deadlocks, lock timeouts, lost connections) went
-    on past the configured number of retries; or, ``unreachable``, no
-    connection to the database could be made."""
+    on past the configured number of retries; or, ``unreachable``, the
+    database is out of reach: no connection could be made, a Galera node is
+    not ready, the connection was lost with no retry left, or no pooled
+    connection came free in time. ``reason`` says which (db/engine.py's
+    retry reasons, or ``pool_timeout``; None: not said)."""
 
     attempts: int
     unreachable: bool = False
+    reason: str | None = None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from placement_svc.db.engine import (
@@ -13,6 +15,7 @@ from placement_svc.db.engine import (
     create_engine,
     is_retryable,
     normalize_url,
+    not_ready_is_a_disconnect,
     retry_reason,
 )
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
@@ -152,6 +155,21 @@ def test_a_database_that_cannot_be_reached_is_unavailable_after_one_more_try(tmp
     assert calls == []  # the work never ran
 
 
+# -- a database out of reach, a pool without a free connection, Galera -------
+
+NOT_READY = "WSREP has not yet prepared node for application use"
+
+
+class _DriverError(sqlite3.OperationalError):
+    """What PyMySQL raises for a MariaDB error number, as the SQLite driver's
+    own kind of error, so that SQLAlchemy wraps it as the driver's: an
+    OperationalError with ``orig.args == (number, message)``."""
+
+
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 def _fail_statements(monkeypatch, engine, error, times=None, starting="SELECT"):
     """Make the driver raise ``error`` for statements starting with
     ``starting`` (``times`` times, None: always); returns the count raised."""
@@ -166,6 +184,112 @@ def _fail_statements(monkeypatch, engine, error, times=None, starting="SELECT"):
 
     monkeypatch.setattr(engine.dialect, "do_execute", do_execute)
     return raised
+
+
+def _invalidations(engine) -> list[BaseException | None]:
+    seen: list[BaseException | None] = []
+    event.listen(engine, "invalidate", lambda _dbapi, _record, exc: seen.append(exc))
+    return seen
+
+
+def test_a_galera_node_not_ready_is_its_own_reason_even_on_a_dropped_connection():
+    assert retry_reason(_operational(_MySQLError(1047, NOT_READY))) == "not_ready"
+    # Some releases word it as the error number's own text.
+    assert retry_reason(_operational(_MySQLError(1047, "Unknown command"))) == "not_ready"
+    dropped = OperationalError(
+        "stmt", {}, _MySQLError(1047, NOT_READY), connection_invalidated=True
+    )
+    assert retry_reason(dropped) == "not_ready"
+    # Errors during COMMIT other than a deadlock (a write set too large) fail again.
+    assert retry_reason(_operational(_MySQLError(1180, "Got error 90 during COMMIT"))) is None
+
+
+def test_a_galera_node_not_ready_is_tried_once_more_on_a_new_connection_then_503(
+    tmp_path, monkeypatch, caplog
+):
+    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+    not_ready_is_a_disconnect(engine)  # create_engine's for PostgreSQL and MySQL
+    raised = _fail_statements(monkeypatch, engine, _DriverError(1047, NOT_READY))
+    dropped = _invalidations(engine)
+    retried = []
+    db = Database(engine, max_retries=20, on_retry=retried.append)
+    with pytest.raises(DatabaseUnavailable) as gave_up:
+        db.read(lambda conn: conn.exec_driver_sql("SELECT 1").scalar())
+    assert (gave_up.value.attempts, gave_up.value.unreachable) == (2, True)
+    assert gave_up.value.reason == "not_ready"
+    assert retried == ["not_ready"]  # once more, not twenty times
+    assert len(raised) == 2
+    # Each connection that met the node was thrown away, not put back in the pool.
+    assert len(dropped) == 2
+    [warning] = _warnings(caplog)
+    assert "not ready" in warning and NOT_READY in warning
+    assert "\n" not in warning
+
+
+def test_a_galera_node_ready_again_on_the_second_try_answers(tmp_path, monkeypatch, caplog):
+    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+    not_ready_is_a_disconnect(engine)
+    _fail_statements(monkeypatch, engine, _DriverError(1047, NOT_READY), times=1)
+    retried = []
+    db = Database(engine, on_retry=retried.append)
+    assert db.read(lambda conn: conn.exec_driver_sql("SELECT 7").scalar()) == 7
+    assert retried == ["not_ready"]
+    assert _warnings(caplog) == []
+
+
+def test_a_deadlock_raised_by_the_commit_reruns_the_whole_transaction(tmp_path, monkeypatch):
+    """Galera reports a certification failure (a conflicting write on
+    another node) as a deadlock, 1213, when the COMMIT is sent, after every
+    statement succeeded: the whole function runs again, and the first
+    attempt's writes, rolled back, are not there twice."""
+    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE t (x INTEGER)")
+    real_commit = engine.dialect.do_commit
+    commits = []
+
+    def do_commit(dbapi_connection):
+        commits.append(1)
+        if len(commits) == 1:
+            raise _DriverError(1213, "Deadlock found when trying to get lock; try restarting")
+        real_commit(dbapi_connection)
+
+    monkeypatch.setattr(engine.dialect, "do_commit", do_commit)
+    retried = []
+    db = Database(engine, on_retry=retried.append)
+    calls = []
+
+    def work(conn):
+        calls.append(1)
+        conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+        return len(calls)
+
+    assert db.write(work) == 2
+    assert retried == ["deadlock"]
+    assert len(commits) == 2
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM t").scalar() == 1
+
+
+def test_a_pool_timeout_is_unavailable_at_once(tmp_path, caplog):
+    """No pooled connection came free within pool_timeout: a 503 (not a 500:
+    SQLAlchemy's TimeoutError is no DBAPIError), without waiting again."""
+    engine = sa.create_engine(
+        f"sqlite:///{tmp_path}/t.db", pool_size=1, max_overflow=0, pool_timeout=0.2
+    )
+    retried = []
+    db = Database(engine, on_retry=retried.append)
+    calls = []
+    with engine.connect():  # the pool's only connection, held
+        with pytest.raises(DatabaseUnavailable) as gave_up:
+            db.read(calls.append)
+    assert (gave_up.value.attempts, gave_up.value.unreachable) == (1, True)
+    assert gave_up.value.reason == "pool_timeout"
+    assert calls == [] and retried == []
+    [warning] = _warnings(caplog)
+    assert "no pooled connection came free" in warning
+    assert "sqlalche.me" not in warning
+    assert db.read(lambda conn: conn.exec_driver_sql("SELECT 1").scalar()) == 1
 
 
 def _lose_connections(monkeypatch, engine):
@@ -193,3 +317,42 @@ def test_a_connection_lost_mid_transaction_runs_it_again(tmp_path, monkeypatch):
 
     assert db.write(work) == 1
     assert retried == ["lost_connection"]
+
+
+def test_a_connection_lost_with_no_retry_left_is_unavailable(tmp_path, monkeypatch, caplog):
+    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+    _lose_connections(monkeypatch, engine)
+    _fail_statements(monkeypatch, engine, sqlite3.OperationalError("server closed\nmore"))
+    db = Database(engine, max_retries=0)
+    with pytest.raises(DatabaseUnavailable) as gave_up:
+        db.read(lambda conn: conn.exec_driver_sql("SELECT 1").scalar())
+    assert (gave_up.value.attempts, gave_up.value.unreachable) == (1, True)
+    assert gave_up.value.reason == "lost_connection"
+    [warning] = _warnings(caplog)
+    assert "connection to the database was lost" in warning
+    assert warning.endswith(": server closed")  # the driver's first line only
+
+
+def test_a_connection_dropped_during_its_handshake_is_unreachable(monkeypatch):
+    """MySQL's 2013 ("Lost connection ... reading initial communication
+    packet") before any connection was made is a database out of reach:
+    one more try, not twenty."""
+
+    def refuse():
+        raise _DriverError(2013, "Lost connection to server at 'handshake'")
+
+    engine = sa.create_engine("sqlite://", creator=refuse)
+    retried = []
+    db = Database(engine, max_retries=20, on_retry=retried.append)
+    with pytest.raises(DatabaseUnavailable) as gave_up:
+        db.read(lambda conn: None)
+    assert (gave_up.value.attempts, gave_up.value.reason) == (2, "unreachable")
+    assert retried == ["unreachable"]
+
+
+def test_server_engines_ping_pooled_connections_before_use():
+    """A connection the database dropped while it sat in the pool (a restart)
+    is replaced at checkout: the pool recovers by itself once the database
+    is back (tests/functional/test_database_outage.py shows it served)."""
+    for url in ("postgresql+psycopg://u@h/db", "mysql+pymysql://u@h/db"):
+        assert create_engine(url).pool._pre_ping
