@@ -40,6 +40,7 @@ import sys
 import tempfile
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.workers.sync import SyncWorker
 
 from placement_svc import candidates_commands, metrics, policy, runtime, status
 from placement_svc.bootstrap import (
@@ -57,6 +58,8 @@ from placement_svc.bootstrap import (
 )
 
 DEFAULT_BIND = "127.0.0.1:8778"
+# gunicorn's own default: seconds a stopping server gives its workers.
+DEFAULT_GRACEFUL_TIMEOUT = 30
 
 LOG = logging.getLogger(__name__)
 
@@ -91,6 +94,10 @@ def serve(conf, args) -> None:
     options = {
         "bind": args.bind,
         "workers": args.workers,
+        # SIGTERM: stop accepting, let every request already accepted finish,
+        # kill what still runs after this many seconds (see DrainingSyncWorker).
+        "graceful_timeout": args.graceful_timeout,
+        "worker_class": DrainingSyncWorker,
         "proc_name": PROG,
         "accesslog": None,  # placement_svc.requests logs every request instead
         # gunicorn's own cap on the request line (4094 bytes, at most 8190)
@@ -137,6 +144,57 @@ def share_metrics() -> None:
 
 def _worker_exited(_server, worker) -> None:
     metrics.process_dead(worker.pid)
+
+
+class DrainingSyncWorker(SyncWorker):
+    """gunicorn's sync worker, which also answers, when it is told to stop,
+    the connections the kernel has already accepted on its behalf.
+
+    On SIGTERM gunicorn's master closes its listening sockets and tells each
+    worker to stop; a sync worker finishes the request it is serving and
+    exits. The connections still queued on the listening socket (made, their
+    requests sent, waiting for a worker to accept them) were reset when the
+    last worker closed it: under load, every request beyond the ones in
+    progress failed with "connection reset by peer". This worker, once its
+    loop has ended, accepts every connection still queued for it, closes its
+    copy of the listening socket (when every worker has, new connections are
+    refused, which a client or a load balancer can retry elsewhere, rather
+    than reset after the request was sent) and answers the ones it took.
+    What is still running after the graceful timeout is killed by the master.
+    """
+
+    def run(self):
+        super().run()
+        if not self.alive:  # told to stop, not orphaned
+            self._answer_queued()
+
+    def _answer_queued(self) -> None:
+        queued = []
+        for listener in self.sockets:
+            try:
+                address = listener.getsockname()
+                listener.setblocking(False)
+                while True:
+                    client, peer = listener.accept()
+                    queued.append((_Closed(address), client, peer))
+            except OSError:  # BlockingIOError: none left; any other: nothing to take
+                pass
+            finally:
+                listener.close()
+        for listener, client, peer in queued:
+            client.setblocking(True)
+            self.handle(listener, client, peer)
+
+
+class _Closed:
+    """What SyncWorker.handle asks of the listening socket a connection came
+    from (its address, for the WSGI environ), once that socket is closed."""
+
+    def __init__(self, address):
+        self.address = address
+
+    def getsockname(self):
+        return self.address
 
 
 class _Gunicorn(BaseApplication):
@@ -211,6 +269,12 @@ def _bind(value: str) -> str:
 def _workers(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
+    return int(value)
+
+
+def _seconds(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of seconds, got {value!r}")
     return int(value)
 
 
@@ -340,6 +404,15 @@ def _add_serve_command(commands) -> None:
         default=1,
         metavar="N",
         help="worker processes, each with its own database connections (default 1)",
+    )
+    srv.add_argument(
+        "--graceful-timeout",
+        type=_seconds,
+        default=DEFAULT_GRACEFUL_TIMEOUT,
+        metavar="SECONDS",
+        help="on SIGTERM, stop accepting connections and give the requests in progress "
+        "and those already accepted this long to finish; then stop them anyway "
+        f"(default {DEFAULT_GRACEFUL_TIMEOUT})",
     )
     srv.add_argument(
         "--prefix",
