@@ -125,7 +125,7 @@ def _answer(
     providers = render.providers_to_summarise(found, walked.slots, chosen, version, whole)
     requested = wanted.resource_classes()
     other = (
-        summaries.other_inventories(conn, providers, requested)
+        summaries.other_inventories(conn, found.world, providers, requested)
         if version >= mv.ALL_RESOURCES_IN_SUMMARIES
         else {}
     )

@@ -4,7 +4,7 @@ providers, room, traits, aggregates, options per group."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # Provider and Room are built once per row the search reads (thousands per
 # request): named tuples, which are several times cheaper to make than frozen
@@ -72,6 +72,9 @@ class Found:
     # (None for a Found built by hand): render reads a few trees' members
     # without a look at every provider loaded.
     members: dict[int, list[int]] | None = None
+    # The shape of the cloud the search made this of (world.World; None for
+    # a Found built by hand): the summaries read other classes' stock in it.
+    world: Any = None
 
 
 # What GET /allocation_candidates/explain reads besides a Found: the whole

@@ -13,7 +13,7 @@ into candidates is merge.py.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -53,11 +53,12 @@ def search(
     tree in that order, so the candidates of those trees are the first ones
     of the whole answer.
     """
-    trait_ids = names.trait_ids(conn, request.trait_names())
+    shape = (worlds or world.of(conn.engine)).current(conn)
+    trait_ids = _ids(shape.all_traits, request.trait_names(), conn, names.trait_ids)
     unknown = sorted(request.trait_names() - set(trait_ids))
     if unknown:
         raise errors.BadRequest(f"No such trait(s): {', '.join(unknown)}.")
-    rc_ids = names.resource_class_ids(conn, request.resource_classes())
+    rc_ids = _ids(shape.class_ids, request.resource_classes(), conn, names.resource_class_ids)
     unknown = sorted(request.resource_classes() - set(rc_ids))
     if unknown:
         raise errors.BadRequest(
@@ -74,10 +75,33 @@ def search(
         for rc, amount in smallest.items()
         if amount <= tables.MAX_INT  # no inventory can hold more (max_unit is an INT)
     }
-    shape = (worlds or world.of(conn.engine)).current(conn)
     cut = None if first is None else window(shape, request, wanted, first)
     used = used_amounts(conn, sorted(wanted), None if cut is None else _id_range(shape, cut[0]))
-    return searched(shape, request, wanted, used, cut)
+    found = searched(shape, request, wanted, used, cut)
+    found.world = shape
+    return found
+
+
+def _ids(
+    known: dict[str, int],
+    wanted: Iterable[str],
+    conn: Connection,
+    look_up: Callable[[Connection, Iterable[str]], dict[str, int]],
+) -> dict[str, int]:
+    """name -> id of the names that exist: from the shape of the cloud,
+    which holds every trait and class (writes to either move the world
+    generation); a name it does not hold is looked up in the database
+    anyway, which compares names its own way (MariaDB ignores trailing
+    spaces) as the request's filters will."""
+    found, missing = {}, []
+    for name in wanted:
+        if name in known:
+            found[name] = known[name]
+        else:
+            missing.append(name)
+    if missing:
+        found.update(look_up(conn, missing))
+    return found
 
 
 def window(

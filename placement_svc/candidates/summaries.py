@@ -1,75 +1,48 @@
-"""The SQL only provider summaries need: from 1.27 a summary lists every
-class its provider has inventory of, not only the requested ones.
+"""What only provider summaries need: from 1.27 a summary lists every class
+its provider has inventory of, not only the requested ones.
 
 The requested classes' capacity and usage come with the search (found.room
-and found.full); this reads the rest, for the providers the answer
-summarises only, so a request that summarises few providers reads little.
+and found.full); the other classes' inventories are in the shape of the
+cloud the search used (world.py), and their used amounts are read here, for
+the providers the answer summarises only, in one statement, and only when
+one of them has an inventory of another class.
 """
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from bisect import bisect_left, bisect_right
+
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import filters, tables
-
-INV = tables.inventories
-ALLOC = tables.allocations
+from placement_svc.candidates import search, world
 
 
 def other_inventories(
-    conn: Connection, provider_ids: set[int], requested: set[str]
+    conn: Connection, shape: world.World, provider_ids: set[int], requested: set[str]
 ) -> dict[int, dict[str, tuple[int, int]]]:
     """provider -> class -> (capacity, used) of the classes not requested, for
-    provider summaries from 1.27 (the requested ones are in found already).
-
-    First whether any provider at all has inventory of another class (one
-    index probe: often none has); then those inventories, then their used
-    amounts if there are any.
-    """
+    provider summaries from 1.27 (the requested ones are in found already)."""
     if not provider_ids:
         return {}
-    rc = tables.resource_classes
-    other_class = INV.c.resource_class_id.not_in(
-        sa.select(rc.c.id).where(rc.c.name.in_(sorted(requested)))
+    lowest, highest = min(provider_ids), max(provider_ids)
+    requested_ids = {shape.class_ids.get(name) for name in requested}
+    held: list[tuple[int, int, int]] = []  # (provider, class id, capacity)
+    for rc_id, stock in shape.stock.items():
+        if rc_id in requested_ids:
+            continue
+        ids = shape.stock_ids[rc_id]
+        for at in range(bisect_left(ids, lowest), bisect_right(ids, highest)):
+            if ids[at] in provider_ids:
+                held.append((ids[at], rc_id, stock[at].whole))
+    if not held:
+        return {}
+    used = search.used_amounts(
+        conn,
+        sorted({rc_id for _pid, rc_id, _whole in held}),
+        (min(pid for pid, _rc, _whole in held), max(pid for pid, _rc, _whole in held)),
     )
-    if conn.execute(sa.select(INV.c.id).where(other_class).limit(1)).first() is None:
-        return {}
-    rows = conn.execute(
-        sa.select(
-            INV.c.resource_provider_id,
-            INV.c.resource_class_id,
-            rc.c.name,
-            INV.c.total,
-            INV.c.reserved,
-            INV.c.allocation_ratio,
-        )
-        .join(rc, rc.c.id == INV.c.resource_class_id)
-        .where(filters.ids_in(INV.c.resource_provider_id, provider_ids), other_class),
-        execution_options=filters.NO_STATEMENT_CACHE,
-    ).all()
-    if not rows:
-        return {}
-    used = {
-        (pid, rc_id): int(amount)
-        for pid, rc_id, amount in conn.execute(
-            sa.select(
-                ALLOC.c.resource_provider_id,
-                ALLOC.c.resource_class_id,
-                sa.func.sum(ALLOC.c.used),
-            )
-            .where(
-                filters.ids_in(ALLOC.c.resource_provider_id, {row[0] for row in rows}),
-                ALLOC.c.resource_class_id.in_(sorted({row[1] for row in rows})),
-            )
-            .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id),
-            execution_options=filters.NO_STATEMENT_CACHE,
-        ).all()
-    }
+    names = shape.class_names()
     result: dict[int, dict[str, tuple[int, int]]] = {}
-    for pid, rc_id, name, total, reserved, ratio in rows:
-        result.setdefault(pid, {})[name] = (
-            int((total - reserved) * ratio),
-            used.get((pid, rc_id), 0),
-        )
+    for pid, rc_id, whole in sorted(held):
+        result.setdefault(pid, {})[names[rc_id]] = (whole, used[rc_id].get(pid, 0))
     return result

@@ -35,6 +35,7 @@ SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 RP = tables.resource_providers
 INV = tables.inventories
 TRAIT = tables.traits
+RC = tables.resource_classes
 RPT = tables.resource_provider_traits
 RPA = tables.resource_provider_aggregates
 AGG = tables.placement_aggregates
@@ -103,6 +104,9 @@ class World:
     loaded_at: float = 0.0
     # class id -> the providers of its stock, in the same order (for bisect)
     stock_ids: dict[int, list[int]] = field(default_factory=dict)
+    # Every trait and resource class there is, held or not: name -> id.
+    all_traits: dict[str, int] = field(default_factory=dict)
+    class_ids: dict[str, int] = field(default_factory=dict)
     # What requests ask again and again, worked out once per world (see
     # ``remember``): a request's trees, its anchors.
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
@@ -118,6 +122,10 @@ class World:
         if len(self._memo) < 512:
             self._memo[key] = value
         return value
+
+    def class_names(self) -> dict[int, str]:
+        """class id -> name, for every resource class."""
+        return self.remember("class names", lambda: {i: n for n, i in self.class_ids.items()})
 
     def trees(self, rc_ids: frozenset[int]) -> Trees:
         """The trees a request for these classes searches (see Trees)."""
@@ -136,7 +144,7 @@ class World:
 
 
 def load(conn: Connection, generation: int | None = None) -> World:
-    """The whole shape of the cloud, in four statements."""
+    """The whole shape of the cloud, in six statements."""
     world = World(generation, loaded_at=time.monotonic())
     providers, trait_ids = world.providers, world.trait_ids
     trait_names: dict[int, list[str]] = {}
@@ -168,6 +176,8 @@ def load(conn: Connection, generation: int | None = None) -> World:
     world.roots = frozenset(world.members)
     _load_stock(conn, world)
     _load_aggregates(conn, world)
+    for table, names in ((TRAIT, world.all_traits), (RC, world.class_ids)):
+        names.update((name, id_) for name, id_ in conn.execute(sa.select(table.c.name, table.c.id)))
     return world
 
 

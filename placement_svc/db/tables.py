@@ -234,9 +234,16 @@ world_generation = Table(
     **_MYSQL,
 )
 
-# The shape of the cloud: any write to these tables changes it...
+# The shape of the cloud: any write to these tables changes it (the names of
+# traits and classes too: a request's names are looked up in the shape)...
 WORLD_TABLES = frozenset(
-    {"inventories", "resource_provider_traits", "resource_provider_aggregates"}
+    {
+        "inventories",
+        "resource_provider_traits",
+        "resource_provider_aggregates",
+        "traits",
+        "resource_classes",
+    }
 )
 # ...and so do a provider's creation, deletion and any update of its row but
 # one that sets only these (generations go up with every claim).

@@ -40,6 +40,9 @@ QUERIES = [
     ("1.39", f"resources=VCPU:1,DISK_GB:5&member_of=in:{','.join(AGGREGATES)}"),
     ("1.39", "resources=MEMORY_MB:64&required=CUSTOM_GOLD&limit=2"),
     ("1.44", "resources=VCPU:1,DISK_GB:10"),  # capacity: the same search
+    # Names that come and go: a 400 while they do not exist.
+    ("1.39", "resources=VCPU:1&required=!CUSTOM_FLEETING"),
+    ("1.39", "resources=VCPU:1&resources1=CUSTOM_FLEETING:1"),
 ]
 
 
@@ -51,6 +54,7 @@ class Cloud:
         self.roots: list[str] = []
         self.children: dict[str, str] = {}  # child -> parent
         self.claims: list[str] = []
+        self.fleeting = False  # whether this writer last made CUSTOM_FLEETING
 
     def call(self, method, path, version="1.39", **kwargs):
         headers = {"openstack-api-version": f"placement {version}"}
@@ -93,7 +97,7 @@ class Cloud:
         rng = self.rng
         action = rng.choice(
             ["root", "root", "child", "inventory", "no-disk", "traits", "aggregates",
-             "sharing", "claim", "claim", "unclaim", "move", "delete"]
+             "sharing", "claim", "claim", "unclaim", "move", "delete", "names", "names"]
         )  # fmt: skip
         if action == "root" or not self.roots:
             self.new_root()
@@ -142,6 +146,13 @@ class Cloud:
             answer = self.call("PUT", f"/resource_providers/{child}", version="1.37", json=body)
             assert answer.status_code == 200, answer.text
             self.children[child] = parent
+        elif action == "names":  # a trait and a class of that name, made or removed
+            method = "DELETE" if self.fleeting else "PUT"
+            for kind in ("traits", "resource_classes"):
+                answer = self.call(method, f"/{kind}/CUSTOM_FLEETING")
+                # 404: another writer's thread removed it first
+                assert answer.status_code in (201, 204, 404), answer.text
+            self.fleeting = not self.fleeting
         elif action == "delete" and self.children:
             child = rng.choice(sorted(self.children))
             answer = self.call("DELETE", f"/resource_providers/{child}")
@@ -155,24 +166,30 @@ def path(version: str, query: str) -> str:
     return f"{where}?{query}"
 
 
-def served(base: str, version: str, query: str) -> tuple[int, dict]:
+def _comparable(status: int, body: dict) -> tuple[int, dict | str]:
+    """An answer as two processes give it alike: an error by its detail
+    (its request id is the request's own)."""
+    return (status, body) if status == 200 else (status, body["errors"][0]["detail"])
+
+
+def served(base: str, version: str, query: str) -> tuple[int, dict | str]:
     request = urllib.request.Request(
         base + path(version, query),
         headers={"x-auth-token": "admin", "openstack-api-version": f"placement {version}"},
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
+            return _comparable(response.status, json.loads(response.read()))
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        return _comparable(error.code, json.loads(error.read()))
 
 
-def fresh(client, engine, version: str, query: str) -> tuple[int, dict]:
+def fresh(client, engine, version: str, query: str) -> tuple[int, dict | str]:
     world.of(engine).forget()
     answer = client.get(
         path(version, query), headers={"openstack-api-version": f"placement {version}"}
     )
-    return answer.status_code, answer.json()
+    return _comparable(answer.status_code, answer.json())
 
 
 def test_a_serving_process_answers_as_a_fresh_read_while_another_writes(test_db, tmp_path):
@@ -189,13 +206,19 @@ def test_a_serving_process_answers_as_a_fresh_read_while_another_writes(test_db,
     )
     with serving(tmp_path, str(conf)) as (base, _log):
         non_empty = 0
+        fleeting: set[int] = set()
         for step in range(40):
             cloud.step()
             for version, query in QUERIES:
                 mine = served(base, version, query)
                 assert mine == fresh(client, engine, version, query), (step, query)
-                non_empty += bool(mine[1].get("allocation_requests") or mine[1].get("total"))
+                body = mine[1]
+                if isinstance(body, dict):
+                    non_empty += bool(body.get("allocation_requests") or body.get("total"))
+                if "FLEETING" in query:
+                    fleeting.add(mine[0])
         assert non_empty > 100  # the queries found candidates, most of the time
+        assert fleeting == {200, 400}  # the names came and went
 
         # Writers in threads, each with its own connection pool, and the
         # server's readers at once.
@@ -218,7 +241,7 @@ def test_a_serving_process_answers_as_a_fresh_read_while_another_writes(test_db,
         try:
             for _ in range(15):
                 for version, query in QUERIES:
-                    assert served(base, version, query)[0] == 200
+                    assert served(base, version, query)[0] in (200, 400)
         finally:
             stop.set()
             for thread in threads:

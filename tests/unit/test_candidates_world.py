@@ -45,7 +45,8 @@ INV = tables.inventories
         (sa.update(RP).values(name="renamed"), False),
         (sa.insert(tables.allocations), False),
         (sa.delete(tables.consumers), False),
-        (sa.insert(tables.traits), False),
+        (sa.insert(tables.traits), True),  # a request's names are looked up in the shape
+        (sa.delete(tables.resource_classes), True),
     ],
 )
 def test_which_statements_change_the_shape(stmt, changes):
@@ -72,8 +73,8 @@ def engine(tmp_path):
     engine = db_engine.create_engine(f"sqlite:///{tmp_path}/world.db")
     tables.metadata.create_all(engine)
     with engine.begin() as conn:
-        conn.execute(sa.insert(tables.world_generation).values(id=1, generation=0))
         conn.execute(sa.insert(tables.resource_classes).values(id=0, name="VCPU"))
+        conn.execute(sa.insert(tables.world_generation).values(id=1, generation=0))
     yield engine
     engine.dispose()
 
