@@ -17,7 +17,8 @@ touched. What is checked, on two workers:
   worker, a pool of one, held by a health check stuck on a stopped
   backend).
 
-Skipped when no private cluster can be started (no initdb), failed under CI=true.
+Skipped when no private cluster can be started (no initdb), failed under
+CI=true; skipped too when PLACEMENT_TEST_BACKENDS leaves out postgresql.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import uuid
 
 import pytest
 
-from tests.functional import private_postgresql
+from tests.functional import databases, private_postgresql
 from tests.functional.test_cli import ADMIN_LATEST, serving, write_conf
 
 # Upstream's 503 detail, then ours.
@@ -49,6 +50,8 @@ REQUEST_LINE = re.compile(r"^\S+ \S+ (\d+) INFO placement_svc\.requests .* reque
 
 @pytest.fixture(scope="module")
 def postgresql():
+    if "postgresql" not in databases.wanted_backends():
+        pytest.skip("postgresql not in PLACEMENT_TEST_BACKENDS")
     with private_postgresql.cluster() as cluster:
         yield cluster
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from placement_svc import app, conf
 from placement_svc.db.engine import (
     Database,
     create_engine,
@@ -356,3 +359,66 @@ def test_server_engines_ping_pooled_connections_before_use():
     is back (tests/functional/test_database_outage.py shows it served)."""
     for url in ("postgresql+psycopg://u@h/db", "mysql+pymysql://u@h/db"):
         assert create_engine(url).pool._pre_ping
+
+
+def _served(db) -> httpx.Client:
+    cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
+    cfg.set_override("auth_strategy", "noauth2", group="api")
+    return httpx.Client(
+        transport=httpx.WSGITransport(app=app.create_app(cfg, db)),
+        base_url="http://placement.test",
+        headers={"x-auth-token": "admin", "openstack-api-version": "placement latest"},
+    )
+
+
+def _not_ready(tmp_path, monkeypatch):
+    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+    not_ready_is_a_disconnect(engine)
+    _fail_statements(monkeypatch, engine, _DriverError(1047, NOT_READY), starting="")
+    return Database(engine), contextlib.nullcontext()
+
+
+def _lost(tmp_path, monkeypatch):
+    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+    _lose_connections(monkeypatch, engine)
+    error = sqlite3.OperationalError("server closed the connection to 10.0.0.9")
+    _fail_statements(monkeypatch, engine, error, starting="")
+    return Database(engine, max_retries=0), contextlib.nullcontext()
+
+
+def _pool_full(tmp_path, _monkeypatch):
+    engine = sa.create_engine(
+        f"sqlite:///{tmp_path}/t.db", pool_size=1, max_overflow=0, pool_timeout=0.1
+    )
+    return Database(engine), engine.connect()
+
+
+def _unreachable(tmp_path, _monkeypatch):
+    engine = create_engine(f"sqlite:///{tmp_path}/no/such/dir/t.db")
+    return Database(engine), contextlib.nullcontext()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (_not_ready, "The database node is not ready for use (not synced with its cluster)"),
+        (_lost, "The connection to the database was lost"),
+        (_pool_full, "No database connection came free in time"),
+        (_unreachable, "The database cannot be reached"),
+    ],
+    ids=["galera-not-ready", "lost-connection", "pool-timeout", "unreachable"],
+)
+def test_each_way_out_of_reach_is_a_503_naming_it(tmp_path, monkeypatch, make, message):
+    """From the driver's error to the answer, through the whole application:
+    503, Retry-After 5, upstream's JSON error with the request id, the cause
+    in one line of our own, never the driver's words."""
+    db, holding = make(tmp_path, monkeypatch)
+    with holding:
+        answer = _served(db).get("/resource_classes")
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == "5"
+    [error] = answer.json()["errors"]
+    assert error["detail"].endswith(f"\n\n {message}; please retry later.  ")
+    assert error["request_id"] == answer.headers["x-openstack-request-id"]
+    for driver_words in ("WSREP", "10.0.0.9", "QueuePool", "unable to open"):
+        assert driver_words not in answer.text
