@@ -106,6 +106,12 @@ def assignments(
     if shuffle is not None:
         shuffle.shuffle(roots)
     walk = _Walk(request, found, shuffle)
+    if walk.any_of:  # trees that cannot hold the unsuffixed group's traits: none entered
+        able = prune.able_roots(found, walk.any_of, roots)
+        kept = [root for root in roots if root in able]
+        if tally is not None:
+            tally.entered += len(roots) - len(kept)
+        roots = kept
     stream: Iterator[Assignment]
     if strategy == "breadth-first":
         trees = [iter(walk.tree(root)) for root in roots]

@@ -1,6 +1,14 @@
 """What lets merge.py's walk give up early on a tree. Pure.
 
-Both rules are safe: neither ever drops a candidate the rules would keep.
+Every rule here is safe: none ever drops a candidate the rules would keep.
+
+- **Trees without the traits.** The providers of the unsuffixed group must
+  hold its any-of trait sets (``required=in:...``) together. They come from
+  the anchor's tree and the sharing providers that share with it, so a tree
+  whose providers, with those sharing providers, do not hold one trait of
+  each set between them has no candidate: the walk does not enter it. On a
+  flat cloud that is every host without the traits, found once per shape
+  of the cloud (world.py keeps the answer), not once per request.
 
 - **Room bound.** The slots still to fill need, per class, no more than the
   room left on the providers in their reach (each provider counted once, up
@@ -22,7 +30,7 @@ Both rules are safe: neither ever drops a candidate the rules would keep.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 from placement_svc.candidates.model import Found, Room
@@ -39,6 +47,58 @@ class Slot(Protocol):
 
     @property
     def isolated(self) -> bool: ...
+
+
+def able_roots(
+    found: Found, any_of: tuple[frozenset[str], ...], roots: Iterable[int]
+) -> Container[int]:
+    """Those of ``roots`` whose tree and sharing providers hold, between
+    them, a trait of every set of ``any_of`` (see the module's docstring).
+    With the shape of the cloud at hand (``found.world``), every tree of it
+    is judged once and the answer kept in it."""
+    shape = found.world
+    if shape is None:
+        return set(_able(_trees(found), found.traits, _reach(found), any_of, roots))
+    key = ("able roots", any_of, frozenset(found.sharing))
+    reach = {pid: shape.shares_with[pid] for pid in found.sharing}
+    return shape.remember(
+        key,
+        lambda: frozenset(_able(shape.members, shape.traits, reach, any_of, shape.roots)),
+    )
+
+
+def _trees(found: Found) -> dict[int, list[int]]:
+    if found.members is not None:
+        return found.members
+    members: dict[int, list[int]] = {}
+    for provider in found.providers.values():
+        members.setdefault(provider.root_id, []).append(provider.id)
+    return members
+
+
+def _reach(found: Found) -> dict[int, Iterable[int]]:
+    return {pid: found.shares_with.get(pid, ()) for pid in found.sharing}
+
+
+def _able(
+    members: Mapping[int, list[int]],
+    traits: Mapping[int, frozenset[str]],
+    reach: Mapping[int, Iterable[int]],
+    any_of: tuple[frozenset[str], ...],
+    roots: Iterable[int],
+) -> Iterator[int]:
+    helpers: dict[int, list[int]] = {}  # root -> the sharing providers sharing with it
+    for pid, shared_roots in reach.items():
+        for root in shared_roots:
+            helpers.setdefault(root, []).append(pid)
+    none: frozenset[str] = frozenset()
+    for root in roots:
+        held = set().union(
+            *(traits.get(pid, none) for pid in members.get(root, (root,))),
+            *(traits.get(pid, none) for pid in helpers.get(root, ())),
+        )
+        if all(held & one_of for one_of in any_of):
+            yield root
 
 
 # A mirror signature: parent, traits, slots in reach (a bit set), room per class.

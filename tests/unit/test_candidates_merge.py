@@ -65,8 +65,8 @@ class World:
             self.found.roots.append(pid)
         return pid
 
-    def sharing(self, name, room, shares_with):
-        pid = self.provider(name, room=room, traits=("MISC_SHARES_VIA_AGGREGATE",))
+    def sharing(self, name, room, shares_with, traits=()):
+        pid = self.provider(name, room=room, traits=("MISC_SHARES_VIA_AGGREGATE", *traits))
         self.found.sharing.add(pid)
         self.found.shares_with[pid] = {pid} | {self.ids[r] for r in shares_with}
         return pid
@@ -741,7 +741,10 @@ def random_world(rng: random.Random) -> World:
     roots = [world.names[r] for r in world.found.roots]
     for s in range(rng.randint(0, 2)):
         world.sharing(
-            f"S{s}", {"DISK_GB": rng.randint(1, 4)}, rng.sample(roots, rng.randint(0, len(roots)))
+            f"S{s}",
+            {"DISK_GB": rng.randint(1, 4)},
+            rng.sample(roots, rng.randint(0, len(roots))),
+            traits=rng.sample(traits, rng.randint(0, 1)),  # a trait the trees may lack
         )
     return world
 

@@ -247,3 +247,30 @@ def test_alike_devices_are_skipped_when_only_some_groups_are_isolated():
     CountingRoom.lookups = 0
     assert list(merge.generate(req, found)) == []
     assert CountingRoom.lookups < 1000  # 110; 62 million without the mirrors
+
+
+def test_trees_without_the_unsuffixed_groups_traits_are_not_entered():
+    world = World()
+    gold = world.provider("gold", room={"VCPU": 4}, traits=["CUSTOM_A"])
+    plain = world.provider("plain", room={"VCPU": 4})
+    helped = world.provider("helped", room={"VCPU": 4})
+    nested = world.provider("nested", room={"VCPU": 4})
+    world.provider("nested-child", "nested", room={"VCPU": 4}, traits=["CUSTOM_B"])
+    world.sharing("disk", {"DISK_GB": 9}, ["helped"], traits=["CUSTOM_B"])
+    any_of = (frozenset({"CUSTOM_A", "CUSTOM_B"}),)
+    found = world.found
+    able = prune.able_roots(found, any_of, found.roots)
+    # By its own trait, a child's, or a sharing provider's (itself a tree).
+    assert {pid for pid in found.roots if pid in able} == {gold, helped, nested, world.ids["disk"]}
+    assert plain not in able
+    # Two sets: every one needs a trait somewhere in the tree or its helpers.
+    both = (frozenset({"CUSTOM_A"}), frozenset({"CUSTOM_B"}))
+    assert not any(pid in prune.able_roots(found, both, found.roots) for pid in found.roots)
+    req = ask("resources=VCPU:1&required=in:CUSTOM_A,CUSTOM_B")
+    tally = merge.Tally()
+    hosts = {
+        world.names[assigned[0]]
+        for assigned in merge.assignments(req, world.offer(req), tally=tally).stream
+    }
+    assert hosts == {"gold", "nested-child"}  # on "helped" and "nested" the VCPU lacks them
+    assert tally.entered == len(found.roots)  # the trees left out count as entered, pruned
