@@ -13,7 +13,8 @@ same_subtree, the unsuffixed group's collective traits) are merge.py's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request, RequestGroup
@@ -38,7 +39,7 @@ def group_options(found: Found, group: RequestGroup) -> Options:
     """Providers that may serve the group (per class for the unsuffixed
     group), in id order: those with room for the amounts that pass the
     group's trait, aggregate and tree rules."""
-    eligible = _eligibility(found, group)
+    eligible = _kept_eligibility(found, group)
     room, with_room, providers = found.room, found.with_room, found.providers
     if not group.same_provider:
         return {
@@ -67,15 +68,45 @@ def group_options(found: Found, group: RequestGroup) -> Options:
     }
 
 
-def _eligibility(found: Found, group: RequestGroup) -> Callable[[int], bool]:
+def _kept_eligibility(found: Found, group: RequestGroup) -> Callable[[int], bool]:
+    """``_eligibility``; with the shape of the cloud at hand (``found.world``),
+    as the set of every provider of it the group's rules allow, worked out
+    once per shape: room aside, the verdict depends on the shape alone."""
+    shape = found.world
+    if shape is None:
+        return _eligibility(found, group)
+    eligible = _eligibility(found, group, shape.providers)
+    if eligible is _always:
+        return _always
+    required, member_of = group.required, group.member_of
+    key = (
+        "eligible",
+        group.same_provider,
+        tuple(required.any_of),
+        frozenset(required.forbidden),
+        tuple(member_of.any_of),
+        frozenset(member_of.forbidden),
+        group.in_tree,
+        frozenset(found.sharing),
+    )
+    allowed = shape.remember(
+        key, lambda: frozenset(pid for pid in shape.providers if eligible(pid))
+    )
+    return allowed.__contains__
+
+
+def _eligibility(
+    found: Found, group: RequestGroup, every: Mapping[int, Any] | None = None
+) -> Callable[[int], bool]:
     """provider id -> whether the group's traits, member_of and in_tree allow
     it (room aside). Verdicts are kept by (traits, aggregates, root's
     aggregates): the sets are interned, so the thousands of providers of a
     cloud share a few keys and the rules run a few times per request."""
-    tree_root = _tree_root(found, group.in_tree)
+    providers = found.providers if every is None else every
+    tree_root = _tree_root(providers, group.in_tree)
     if tree_root is None and not group.member_of and not group.required:
         return _always
-    providers, traits, sharing = found.providers, found.traits, found.sharing
+    traits, sharing = found.traits, found.sharing
     aggregates = found.aggregates
     spreads = not group.same_provider
     by_aggregate = bool(group.member_of)  # once, not once per provider
@@ -107,12 +138,12 @@ def _always(pid: int) -> bool:
     return True
 
 
-def _tree_root(found: Found, in_tree: str | None) -> int | None:
+def _tree_root(providers: Mapping[int, Any], in_tree: str | None) -> int | None:
     """The root of the in_tree provider; -1 (no tree) for an unknown uuid,
     None without in_tree."""
     if in_tree is None:
         return None
-    tree = next((p for p in found.providers.values() if p.uuid == in_tree), None)
+    tree = next((p for p in providers.values() if p.uuid == in_tree), None)
     return tree.root_id if tree is not None else -1
 
 

@@ -20,7 +20,7 @@ import itertools
 import json
 import operator
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -129,7 +129,7 @@ def body(
 ) -> dict[str, Any]:
     """``providers``: those to summarise; ``other``: provider -> class ->
     (capacity, used) of the classes not requested (1.27+)."""
-    uuid = _Uuids(found, str)
+    uuid = _Uuids(found.providers, str)
     return {
         "allocation_requests": [_request(c, uuid.__getitem__, version) for c in candidates],
         "provider_summaries": _summaries(found, sorted(providers), other, requested, version),
@@ -190,13 +190,22 @@ def dumps(value: Any) -> bytes:
 class _Uuids(dict[int, Any]):
     """provider id -> its uuid, as ``form(uuid)``, looked up when first asked."""
 
-    def __init__(self, found: Found, form: Callable[[str], Any]) -> None:
+    def __init__(self, providers: Mapping[int, Any], form: Callable[[str], Any]) -> None:
         super().__init__()
-        self.providers, self.form = found.providers, form
+        self.providers, self.form = providers, form
 
     def __missing__(self, pid: int) -> Any:
         value = self[pid] = self.form(self.providers[pid].uuid)
         return value
+
+
+def _uuids_json(found: Found) -> _Uuids:
+    """provider id -> its uuid as JSON: kept in the shape of the cloud the
+    answer comes from, when there is one, for every request of it."""
+    shape = found.world
+    if shape is None:
+        return _Uuids(found.providers, dumps)
+    return shape.remember("uuids as JSON", lambda: _Uuids(shape.providers, dumps))
 
 
 # A stand-in uuid for the provider of slot N in a template; JSON writes it as
@@ -214,7 +223,7 @@ class _Requests:
 
     def __init__(self, found: Found, slots: list[Any], version: Version) -> None:
         self.slots, self.version = slots, version
-        self.uuids = _Uuids(found, dumps)
+        self.uuids = _uuids_json(found)
         self.templates: dict[Assignment, tuple[bytes, Callable[[Assignment], Any]]] = {}
 
     def write(self, assigned: Assignment) -> bytes:
