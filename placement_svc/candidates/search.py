@@ -77,9 +77,7 @@ def search(
     }
     cut = None if first is None else window(shape, request, wanted, first)
     used = used_amounts(conn, sorted(wanted), None if cut is None else _id_range(shape, cut[0]))
-    found = searched(shape, request, wanted, used, cut)
-    found.world = shape
-    return found
+    return searched(shape, request, wanted, used, cut)
 
 
 def _ids(
@@ -223,6 +221,7 @@ def of_world(
         found.members = {root: shape.members[root] for root in roots}
     found.traits, found.trait_ids = shape.traits, shape.trait_ids
     found.aggregates = shape.aggregates
+    found.world = shape
     return found
 
 
