@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -180,6 +180,9 @@ def of_world(
     room, full, with_room = found.room, found.full, found.with_room
     for rc_id, (rc, amount) in wanted.items():
         used_of = used.get(rc_id, {})
+        if inside is None:
+            _room_of_class(shape, rc_id, rc, amount, used_of, found)
+            continue
         holders: list[int] = []
         hold = holders.append
         stock = shape.stock.get(rc_id, [])
@@ -223,6 +226,63 @@ def of_world(
     found.aggregates = shape.aggregates
     found.world = shape
     return found
+
+
+class _Idle(NamedTuple):
+    """One class's room for one amount while nothing is allocated: what
+    ``of_world`` starts from (kept per world), the used providers' room
+    then written over it."""
+
+    room: dict[tuple[int, str], Room]
+    full: dict[tuple[int, str], tuple[int, int]]
+    holders: list[int]  # in id order
+    stock: dict[int, world.Stock]
+
+
+def _idle(shape: world.World, rc_id: int, rc: str, amount: int) -> _Idle:
+    idle = _Idle({}, {}, [], {})
+    for item in shape.stock.get(rc_id, []):
+        idle.stock[item.provider] = item
+        if item.capacity >= amount and item.max_unit >= amount:
+            idle.room[(item.provider, rc)] = item.idle
+            idle.holders.append(item.provider)
+        else:
+            idle.full[(item.provider, rc)] = (item.whole, 0)
+    return idle
+
+
+def _room_of_class(
+    shape: world.World,
+    rc_id: int,
+    rc: str,
+    amount: int,
+    used_of: dict[int, int],
+    found: Found,
+) -> None:
+    """``of_world``'s room, full and with_room for one class, every tree of
+    the cloud: the idle room kept in the world, then the room of the
+    providers something is allocated from."""
+    idle = shape.remember(("idle", rc_id, amount), lambda: _idle(shape, rc_id, rc, amount))
+    room, full = found.room, found.full
+    room.update(idle.room)
+    full.update(idle.full)
+    dropped = set()
+    for pid, taken in used_of.items():
+        item = idle.stock.get(pid)
+        if item is None:  # allocated from an inventory there is no more
+            continue
+        free = item.capacity - taken
+        if free >= amount and item.max_unit >= amount:
+            room[(pid, rc)] = Room(
+                free, item.min_unit, item.max_unit, item.step_size, item.whole, taken
+            )
+        else:
+            room.pop((pid, rc), None)
+            full[(pid, rc)] = (item.whole, taken)
+            dropped.add(pid)
+    holders = [pid for pid in idle.holders if pid not in dropped]
+    if holders:
+        found.with_room[rc] = holders
 
 
 def used_amounts(
