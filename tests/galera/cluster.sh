@@ -256,7 +256,7 @@ wait_synced() { # node: until it is Synced in a cluster of the nodes now running
 }
 
 stop_node() {
-    local n=$1 pid deadline
+    local n=$1 pid deadline wedged
     if ! pid="$(node_pid "$n")"; then
         say "node $n is not running"
         return 0
@@ -264,11 +264,15 @@ stop_node() {
     say "stopping node $n (pid $pid)"
     kill -TERM "$pid" 2>/dev/null || true
     deadline=$((SECONDS + 60))
+    wedged=$((SECONDS + 15))
     while kill -0 "$pid" 2>/dev/null; do
-        # A zombie (our own child, when a caller sourced us) counts as gone.
+        # A zombie (the orphan is not reaped at once) counts as gone.
         [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" == Z ]] && break
-        if ((SECONDS >= deadline)); then
-            say "node $n did not stop in 60s; killing pid $pid"
+        # A SIGTERM that comes while mariadbd is still starting can leave it neither
+        # stopping nor answering: after 15s without an answer on its socket, it is killed.
+        if ((SECONDS >= deadline)) || { ((SECONDS >= wedged)) && ! timeout 5 mariadb-admin \
+            --defaults-file="$(cnf "$n")" --connect-timeout=2 ping >/dev/null 2>&1; }; then
+            say "node $n did not stop in $((SECONDS - deadline + 60))s; killing pid $pid"
             kill -KILL "$pid" 2>/dev/null || true
             break
         fi
@@ -301,6 +305,8 @@ cmd_start() {
         write_cnf "$n"
         own_node_dir "$n"
     done
+    # A start that fails leaves nothing running.
+    trap 'say "start failed; stopping the nodes it started"; cmd_stop' EXIT
     say "initializing node 1's datadir"
     if ! mariadb-install-db --defaults-file="$(cnf 1)" --wsrep-on=OFF --skip-test-db \
         --auth-root-authentication-method=normal >"$(node_dir 1)/install-db.log" 2>&1; then
@@ -323,6 +329,7 @@ cmd_start() {
             -e 'SELECT 1' test >/dev/null ||
             die "root@127.0.0.1:$(client_port "$n")/test cannot be used"
     done
+    trap - EXIT
     say "cluster of 3 ready under $DIR"
     cmd_urls
 }
