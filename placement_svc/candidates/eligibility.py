@@ -46,7 +46,7 @@ def group_options(found: Found, group: RequestGroup) -> Options:
             rc: [
                 pid
                 for pid in with_room.get(rc, ())
-                if pid in providers and room[(pid, rc)].fits(amount) and eligible(pid)
+                if pid in providers and eligible(pid) and room[(pid, rc)].fits(amount)
             ]
             for rc, amount in group.resources.items()
         }
