@@ -34,13 +34,16 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import httpx
 import pytest
 import sqlalchemy as sa
 
+from placement_svc import conf
 from placement_svc.db import tables
+from placement_svc.db.engine import create_engine
 from tests.functional.test_cli import get, run, serving, write_conf
 
 pytestmark = pytest.mark.slow
@@ -96,8 +99,9 @@ class Consumer:
 
     uuid: str
     held: Held = field(default_factory=dict)  # after the last 2xx write
-    # After a write answered by neither a 2xx nor a 4xx: (before, attempted, what answered).
-    doubt: tuple[Held, Held, str] | None = None
+    # After writes answered by neither a 2xx nor a 4xx: what each tried to write, and how
+    # it was answered. The database holds ``held`` or one of these; the next read tells.
+    doubt: list[tuple[Held, str]] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -215,19 +219,20 @@ class Client:
         held: Held = {rp: dict(a["resources"]) for rp, a in body["allocations"].items()}
         seen = freeze(held)
         if consumer.doubt is not None:
-            before, attempted, answer = consumer.doubt
-            if seen == freeze(attempted) and seen != freeze(before):
+            applied = [answer for tried, answer in consumer.doubt if freeze(tried) == seen]
+            if seen == freeze(consumer.held):
+                with self.load.lock:
+                    self.load.not_applied_after_error += len(consumer.doubt)
+                consumer.doubt = None
+            elif applied:
                 with self.load.lock:
                     self.load.applied_after_error.append(
-                        {"consumer": consumer.uuid, "answer": answer, "at": round(self.now(), 2)}
+                        {"consumer": consumer.uuid, "answer": applied[-1], "at": self.now()}
                     )
-                consumer.held, consumer.doubt = attempted, None
-            elif seen == freeze(before):
-                with self.load.lock:
-                    self.load.not_applied_after_error += 1
-                consumer.doubt = None
+                consumer.held, consumer.doubt = held, None
             else:
-                self.mismatch(consumer, host, held, f"in doubt after {answer}")
+                answers = "; ".join(answer for _tried, answer in consumer.doubt)
+                self.mismatch(consumer, host, held, f"in doubt after {answers}")
         elif seen != freeze(consumer.held):
             self.mismatch(consumer, host, held, "after 2xx")
         return body.get("consumer_generation")
@@ -251,7 +256,7 @@ class Client:
                 }
             )
 
-    def answered(self, consumers, intents, status: int | None, detail: str, answer: str) -> None:
+    def answered(self, consumers, intents, status: int | None, answer: str) -> None:
         """Keep the ledger after a write of ``intents`` (one per consumer)."""
         if status is not None and 200 <= status < 300:
             for consumer, intent in zip(consumers, intents, strict=True):
@@ -259,15 +264,15 @@ class Client:
                     self.claims_made += 1
                 else:
                     self.releases_made += 1
-                consumer.held = intent
+                # The write replaced whatever the consumer had: nothing is in doubt now.
+                consumer.held, consumer.doubt = intent, None
         elif status is not None and status < 500:
-            # Not applied, as the answer says: the next read checks it (phantoms).
+            # Not applied, as the answer says: check_refused reads it back (phantoms).
             for consumer, intent in zip(consumers, intents, strict=True):
-                consumer.doubt = None
-                self.refused.append((consumer, intent, f"{status} {detail}"))
+                self.refused.append((consumer, intent, answer))
         else:
             for consumer, intent in zip(consumers, intents, strict=True):
-                consumer.doubt = (consumer.held, intent, answer)
+                consumer.doubt = [*(consumer.doubt or []), (intent, answer)]
 
     # What a client wants
 
@@ -277,7 +282,7 @@ class Client:
             "MEMORY_MB": self.rng.choice((256, 512, 1024)),
         }
 
-    def place(self, flavor: dict[str, int], avoid: set[str] = frozenset()) -> Held:
+    def place(self, flavor: dict[str, int], avoid: Collection[str] = ()) -> Held:
         choices = [rp for rp in self.providers if rp not in avoid] or self.providers
         first = self.rng.choice(choices)
         if self.rng.random() < 0.25 and len(choices) > 1:
@@ -296,7 +301,7 @@ class Client:
             return self.place(dict(flavor), avoid=set(consumer.held))
         if roll < 0.8:  # release
             return {}
-        return self.place(self.flavor(), avoid=set())  # resize (maybe elsewhere)
+        return self.place(self.flavor())  # resize (maybe elsewhere)
 
     # The steps
 
@@ -321,7 +326,7 @@ class Client:
                     )
                 detail = self.requests[-1].detail
                 answer = f"host {host} {self.requests[-1].method} {status} {detail}".strip()
-                self.answered([consumer], [intent], status, detail, answer)
+                self.answered([consumer], [intent], status, answer)
             if status != 409 or "exceed the capacity" in detail or attempt == RETRIES_AFTER_409:
                 return
             # Someone else changed a provider or the consumer: read again, then retry.
@@ -348,7 +353,7 @@ class Client:
                 locks.enter_context(consumer.lock)
             host, status, _body = self.call("POST", "/allocations", body)
             detail = self.requests[-1].detail
-            self.answered(chosen, intents, status, detail, f"host {host} POST {status} {detail}")
+            self.answered(chosen, intents, status, f"host {host} POST {status} {detail}".strip())
 
     @staticmethod
     def put_body(intent: Held, generation) -> dict:
@@ -494,6 +499,7 @@ class Outcome:
     worker_boots: dict[int, int]  # "Booting worker" lines in each host's log
     server_errors: dict[int, dict[str, int]]
     node2_log: str
+    confs: dict[int, str] = field(default_factory=dict)  # host -> its placement.conf
     figures: dict = field(default_factory=dict)
 
 
@@ -527,6 +533,7 @@ def outcome(galera, tmp_path_factory) -> Outcome:
             }
             bases = {host: base for host, (base, _log) in served.items()}
             result = drive(galera, bases, engines, work)
+            result.confs = {host: path for host, (_directory, path) in confs.items()}
             logs = {host: log.read_text() for host, (_base, log) in served.items()}
             result.server_errors = {host: server_errors(text) for host, text in logs.items()}
             result.worker_boots = {
@@ -773,6 +780,22 @@ class TestTwoHostsOverGalera:
 
         # The same processes: no worker was restarted (a crash, a timeout) meanwhile.
         assert outcome.worker_boots == {1: 2, 2: 2}
+
+    def test_each_hosts_connections_wait_for_the_clusters_writes(self, outcome):
+        # What made every read above see the writes before it: the session's wsrep_sync_wait,
+        # set by the engine the service builds from its placement.conf.
+        for host, path in outcome.confs.items():
+            cfg = conf.make_conf(config_files=[path])
+            engine = create_engine(cfg.placement_database.connection, cfg.placement_database)
+            try:
+                with engine.connect() as connection:
+                    row = connection.exec_driver_sql(
+                        "SELECT @@session.wsrep_sync_wait, @@wsrep_on, @@port"
+                    ).one()
+            finally:
+                engine.dispose()
+            assert tuple(row[:2]) == (1, 1), (host, row)
+            assert f":{row[2]}/" in cfg.placement_database.connection
 
     def test_node2_rejoined_by_ist(self, outcome):
         # Its log since it started again: the state came by IST, no full transfer.
