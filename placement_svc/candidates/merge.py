@@ -318,6 +318,9 @@ def slots(request: Request) -> list[_Slot]:
     return slots
 
 
+_NO_OPTIONS: list[int] = []  # a slot's options in a tree out of its reach: never changed
+
+
 class _Walk:
     """The rules of one request, applied tree by tree."""
 
@@ -360,13 +363,20 @@ class _Walk:
         return {p.parent_id for p in providers if p.parent_id is not None}
 
     def tree(self, root: int) -> Iterable[Assignment]:
-        options = []
-        for reach in self.reach:
-            mine = reach.get(root)
-            if not mine:
-                return iter(())
-            options.append(mine)
-        if self.shuffle is not None:
+        options = [reach.get(root, _NO_OPTIONS) for reach in self.reach]
+        if not all(options):
+            return iter(())
+        if self.shuffle is None:
+            # A flat cloud's every tree: one provider, every slot's only option.
+            lone = options[0]
+            if len(lone) == 1:
+                pid = lone[0]
+                for mine in options:
+                    if len(mine) != 1 or mine[0] != pid:
+                        break
+                else:
+                    return self._alone(pid)
+        else:
             options = [self.shuffle.sample(mine, len(mine)) for mine in options]
         if all(len(mine) == 1 for mine in options):
             choice = [mine[0] for mine in options]
