@@ -45,10 +45,10 @@ usage() {
     exit 2
 }
 
-check_settings() {
+check_settings() { # [create]: make PLACEMENT_GALERA_DIR when it is missing
+    local n p
     [[ "$PORT" =~ ^[0-9]+$ && "$GCOMM_PORT" =~ ^[0-9]+$ ]] || die "ports must be numbers"
     [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || die "PLACEMENT_GALERA_TIMEOUT must be a number of seconds"
-    local n
     for n in "${NODES[@]}"; do
         for p in "$(client_port "$n")" "$(gcomm_port "$n")" "$(ist_port "$n")" \
             "$(sst_port "$n")"; do
@@ -57,8 +57,10 @@ check_settings() {
                 die "port $p is the system MariaDB's; choose others"
         done
     done
-    [[ -d "$DIR" ]] || mkdir -m 755 -p "$DIR"
-    DIR="$(cd "$DIR" && pwd -P)"
+    if [[ ! -d "$DIR" && "${1:-}" == create ]]; then
+        mkdir -m 755 -p "$DIR"
+    fi
+    [[ -d "$DIR" ]] && DIR="$(cd "$DIR" && pwd -P)"
     case "$DIR" in
     / | /var/lib/mysql | /var/lib/mysql/* | /run/mysqld | /run/mysqld/*)
         die "PLACEMENT_GALERA_DIR=$DIR is the system MariaDB's (or /)"
@@ -121,7 +123,10 @@ ensure_packages() {
         exit 3
     fi
     # The package's own service may start on 3306; ours never use it.
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y "${wanted[@]}" >&2; then
+    # A fresh container may have no package lists yet: update them and try once more.
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y "${wanted[@]}" >&2 &&
+        ! { apt-get update >&2 &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y "${wanted[@]}" >&2; }; then
         say "error: apt-get install ${wanted[*]} failed"
         exit 3
     fi
@@ -283,7 +288,7 @@ stop_node() {
 
 cmd_start() {
     ensure_packages
-    check_settings
+    check_settings create
     local n running=0
     for n in "${NODES[@]}"; do
         node_pid "$n" >/dev/null && running=$((running + 1))
