@@ -112,6 +112,13 @@ def assignments(
         if tally is not None:
             tally.entered += len(roots) - len(kept)
         roots = kept
+    if walk.reach:  # a tree out of some slot's reach gives nothing: not entered
+        kept = roots
+        for reach in sorted(walk.reach, key=len):
+            kept = [root for root in kept if root in reach]
+        if tally is not None:
+            tally.entered += len(roots) - len(kept)
+        roots = kept
     stream: Iterator[Assignment]
     if strategy == "breadth-first":
         trees = [iter(walk.tree(root)) for root in roots]

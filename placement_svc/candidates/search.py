@@ -294,17 +294,34 @@ def used_amounts(
     used: dict[int, dict[int, int]] = {rc_id: {} for rc_id in rc_ids}
     if not rc_ids:
         return used
+    if id_range is None:
+        rows = conn.execute(_USED, {"classes": rc_ids})
+    else:
+        lowest, highest = id_range
+        rows = conn.execute(
+            _USED_IN_RANGE, {"classes": rc_ids, "lowest": lowest, "highest": highest}
+        )
+    for pid, rc_id, amount in rows.all():
+        used[rc_id][pid] = int(amount)
+    return used
+
+
+def _used_statement(in_range: bool) -> sa.Select[Any]:
+    """used_amounts' read, built once (every candidates request runs it)."""
     stmt = sa.select(
         ALLOC.c.resource_provider_id,
         ALLOC.c.resource_class_id,
         sa.func.sum(ALLOC.c.used),
-    ).where(ALLOC.c.resource_class_id.in_(rc_ids))
-    if id_range is not None:
-        stmt = stmt.where(ALLOC.c.resource_provider_id.between(*id_range))
-    stmt = stmt.group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-    for pid, rc_id, amount in conn.execute(stmt).all():
-        used[rc_id][pid] = int(amount)
-    return used
+    ).where(ALLOC.c.resource_class_id.in_(sa.bindparam("classes", expanding=True)))
+    if in_range:
+        stmt = stmt.where(
+            ALLOC.c.resource_provider_id.between(sa.bindparam("lowest"), sa.bindparam("highest"))
+        )
+    return stmt.group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+
+
+_USED = _used_statement(in_range=False)
+_USED_IN_RANGE = _used_statement(in_range=True)
 
 
 def inventories(

@@ -274,3 +274,27 @@ def test_trees_without_the_unsuffixed_groups_traits_are_not_entered():
     }
     assert hosts == {"gold", "nested-child"}  # on "helped" and "nested" the VCPU lacks them
     assert tally.entered == len(found.roots)  # the trees left out count as entered, pruned
+
+
+def test_trees_out_of_a_slots_reach_are_not_entered(monkeypatch):
+    world = World()
+    world.provider("both", room={"VCPU": 4, "MEMORY_MB": 512})
+    world.provider("no-memory", room={"VCPU": 4})
+    world.provider("full", room={"VCPU": 4, "MEMORY_MB": 100})
+    world.provider("no-vcpu", room={"MEMORY_MB": 512})
+    entered = []
+    walk_tree = merge._Walk.tree
+
+    def tree(self, root):
+        entered.append(world.names[root])
+        return walk_tree(self, root)
+
+    monkeypatch.setattr(merge._Walk, "tree", tree)
+    req = ask("resources=VCPU:1,MEMORY_MB:256")
+    found = world.offer(req)
+    tally = merge.Tally()
+    chosen = list(merge.assignments(req, found, tally=tally).stream)
+    assert [world.names[assigned[0]] for assigned in chosen] == ["both"]
+    assert entered == ["both"]  # the three others lack room for one class or the other
+    assert tally.entered == len(found.roots) == 4  # yet they count as entered, and pruned
+    assert tally.pruned == 3
