@@ -42,6 +42,15 @@ def group_options(found: Found, group: RequestGroup) -> Options:
     eligible = _kept_eligibility(found, group)
     room, with_room, providers = found.room, found.with_room, found.providers
     if not group.same_provider:
+        if eligible is _always:  # room alone decides
+            return {
+                rc: [
+                    pid
+                    for pid in with_room.get(rc, ())
+                    if pid in providers and room[(pid, rc)].fits(amount)
+                ]
+                for rc, amount in group.resources.items()
+            }
         return {
             rc: [
                 pid
@@ -104,7 +113,10 @@ def _eligibility(
     cloud share a few keys and the rules run a few times per request."""
     providers = found.providers if every is None else every
     tree_root = _tree_root(providers, group.in_tree)
-    if tree_root is None and not group.member_of and not group.required:
+    # The traits one provider is judged by: forbidden ones, and a granular
+    # group's any-of sets (the unsuffixed group's are met collectively).
+    judged = group.required.forbidden or (group.same_provider and group.required.any_of)
+    if tree_root is None and not group.member_of and not judged:
         return _always
     traits, sharing = found.traits, found.sharing
     aggregates = found.aggregates
