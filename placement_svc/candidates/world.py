@@ -245,7 +245,11 @@ def interned(names_of: dict[int, list[str]], providers: Iterable[int]) -> dict[i
 
 def generation(conn: Connection) -> int | None:
     """The world generation in this transaction; None without its row."""
-    return conn.execute(sa.select(GENERATION.c.generation).where(GENERATION.c.id == 1)).scalar()
+    return conn.execute(_GENERATION).scalar()
+
+
+# Read by every candidates request: built once.
+_GENERATION = sa.select(GENERATION.c.generation).where(GENERATION.c.id == 1)
 
 
 class Worlds:
