@@ -60,6 +60,23 @@ def create_engine(url: str, db_conf: Any = None) -> Engine:
     if backend == "sqlite":
         return _sqlite_engine(url, db_conf)
     kwargs: dict[str, Any] = {"pool_pre_ping": True, "isolation_level": "READ COMMITTED"}
+    # A server that takes the connection and never answers (a host gone from
+    # the network, a node hung) would hold the request until gunicorn kills
+    # the worker: bounded, it is out of reach, answered 503. The URL's own
+    # connect_timeout wins.
+    parsed = make_url(url)
+    connect_args: dict[str, Any] = {}
+    kwargs["connect_args"] = connect_args
+    if "connect_timeout" not in parsed.query:
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT
+    # PyMySQL bounds only the TCP connect by connect_timeout, and reads the
+    # server's greeting and the login under read_timeout: bounded too, for
+    # the handshake alone (see _handshake_only), unless the URL sets it.
+    greeting_bounded = (
+        parsed.get_dialect().driver == "pymysql" and "read_timeout" not in parsed.query
+    )
+    if greeting_bounded:
+        connect_args["read_timeout"] = _seconds(parsed.query.get("connect_timeout"))
     if db_conf is not None:
         kwargs.update(
             pool_recycle=db_conf.connection_recycle_time,
@@ -68,6 +85,8 @@ def create_engine(url: str, db_conf: Any = None) -> Engine:
             pool_timeout=db_conf.pool_timeout,
         )
     engine = sa.create_engine(url, **kwargs)
+    if greeting_bounded:
+        event.listen(engine, "connect", _handshake_only, insert=True)
     count_world_changes(engine)
     not_ready_is_a_disconnect(engine)
     if backend == "mysql":
@@ -87,6 +106,26 @@ def create_engine(url: str, db_conf: Any = None) -> Engine:
                         cursor.execute(statement, values)
 
     return engine
+
+
+def _seconds(given: Any) -> int:
+    """A URL's connect_timeout (the last, if repeated) as a number, or
+    CONNECT_TIMEOUT for none or one that is not a whole number (the driver
+    says what is wrong with that)."""
+    if isinstance(given, tuple):
+        given = given[-1] if given else None
+    try:
+        return int(given) if given is not None else CONNECT_TIMEOUT
+    except ValueError:
+        return CONNECT_TIMEOUT
+
+
+def _handshake_only(dbapi_conn: Any, _record: Any) -> None:
+    """A new PyMySQL connection, past its handshake: its statements wait for
+    their answers as long as they take again (read_timeout was for the
+    handshake alone; PyMySQL applies it afresh before each read)."""
+    if hasattr(dbapi_conn, "_read_timeout"):
+        dbapi_conn._read_timeout = None
 
 
 def _sqlite_engine(url: str, db_conf: Any) -> Engine:
@@ -284,6 +323,11 @@ _GAVE_UP = {
 # its connection (or a Galera node that is not ready), before the request
 # fails with 503.
 CONNECT_RETRIES = 1
+# Seconds one attempt to connect to PostgreSQL or MySQL may take, the
+# server's greeting and the login included, unless the URL sets its own
+# (?connect_timeout=N): both attempts end well within gunicorn's 30 s
+# worker timeout, which would otherwise kill the worker mid-request.
+CONNECT_TIMEOUT = 5
 
 
 class Database:
