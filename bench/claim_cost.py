@@ -20,7 +20,6 @@ import collections
 import cProfile
 import io
 import json
-import logging
 import os
 import pstats
 import statistics
@@ -35,11 +34,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from floor import stage_of  # noqa: E402  (bench/floor.py)
-
-from placement_svc import app, conf, runtime  # noqa: E402
-from placement_svc.db import migration, tables  # noqa: E402
-from placement_svc.db.engine import Database, create_engine  # noqa: E402
+from floor import fresh_application, stage_of  # noqa: E402  (bench/floor.py)
 
 VERSION = "placement 1.36"
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
@@ -103,19 +98,8 @@ def main(argv=None) -> int:
     parser.add_argument("--url", help="an empty database to use (default: a SQLite file)")
     parser.add_argument("--statements", action="store_true", help="print one claim's SQL")
     args = parser.parse_args(argv)
-    logging.getLogger("placement_svc.requests").setLevel(logging.INFO)  # as serve logs
-    logging.basicConfig(stream=open(os.devnull, "w"), level=logging.INFO)  # noqa: SIM115
     with tempfile.TemporaryDirectory(prefix="bench-claim-") as workdir:
-        engine = create_engine(args.url or f"sqlite:///{workdir}/claims.sqlite")
-        if args.url:
-            with engine.begin() as conn:
-                tables.metadata.drop_all(conn)
-                conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
-        migration.sync(engine)
-        cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
-        cfg.set_override("auth_strategy", "noauth2", group="api")
-        application = app.create_app(cfg, Database(engine))
-        runtime.tune_gc()
+        engine, application = fresh_application(args.url or f"sqlite:///{workdir}/claims.sqlite")
         hosts = load(application, args.hosts)
         for n in range(200):
             claim(application, hosts[n % len(hosts)])
@@ -124,7 +108,8 @@ def main(argv=None) -> int:
 
         @sa.event.listens_for(engine, "before_cursor_execute")
         def count(_conn, _cursor, statement, *_rest):
-            statements.append(statement)
+            if not statement.startswith("BEGIN"):  # SQLite's BEGIN IMMEDIATE, ours
+                statements.append(statement)
 
         claim(application, hosts[0])
         sa.event.remove(engine, "before_cursor_execute", count)

@@ -83,24 +83,32 @@ def stage_of(filename: str) -> str:
     return "C calls (database library, sockets, builtins) and the rest"
 
 
+def fresh_application(url: str):
+    """An engine on ``url``, emptied (its tables dropped) and given the schema,
+    and the whole application on it, as one serving worker has it: requests
+    logged at INFO (to nowhere), the garbage collector tuned."""
+    logging.getLogger("placement_svc.requests").setLevel(logging.INFO)  # as serve logs
+    logging.basicConfig(stream=open(os.devnull, "w"), level=logging.INFO)  # noqa: SIM115
+    engine = create_engine(url)
+    if not url.startswith("sqlite"):
+        with engine.begin() as conn:
+            tables.metadata.drop_all(conn)
+            conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+    migration.sync(engine)
+    cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
+    cfg.set_override("auth_strategy", "noauth2", group="api")
+    application = app.create_app(cfg, Database(engine))
+    runtime.tune_gc()
+    return engine, application
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2000)
     parser.add_argument("--url", help="an empty database to use (default: a SQLite file)")
     args = parser.parse_args(argv)
-    logging.getLogger("placement_svc.requests").setLevel(logging.INFO)  # as serve logs
-    logging.basicConfig(stream=open(os.devnull, "w"), level=logging.INFO)  # noqa: SIM115
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as workdir:
-        engine = create_engine(args.url or f"sqlite:///{workdir}/floor.sqlite")
-        if args.url:
-            with engine.begin() as conn:
-                tables.metadata.drop_all(conn)
-                conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
-        migration.sync(engine)
-        cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
-        cfg.set_override("auth_strategy", "noauth2", group="api")
-        application = app.create_app(cfg, Database(engine))
-        runtime.tune_gc()
+        engine, application = fresh_application(args.url or f"sqlite:///{workdir}/floor.sqlite")
         with engine.begin() as conn:
             conn.execute(
                 tables.resource_providers.insert(),
