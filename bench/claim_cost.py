@@ -16,12 +16,9 @@ SQLite file.
 from __future__ import annotations
 
 import argparse
-import collections
-import cProfile
 import io
 import json
 import os
-import pstats
 import statistics
 import sys
 import tempfile
@@ -34,7 +31,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from floor import fresh_application, stage_of  # noqa: E402  (bench/floor.py)
+from floor import fresh_application, profile_stages  # noqa: E402  (bench/floor.py)
 
 VERSION = "placement 1.36"
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
@@ -137,20 +134,8 @@ def main(argv=None) -> int:
 
 
 def profile(application, hosts: list[str], repeat: int) -> None:
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for n in range(repeat):
-        claim(application, hosts[n % len(hosts)])
-    profiler.disable()
-    by_stage: collections.Counter = collections.Counter()
-    for (filename, _line, _name), (_cc, _nc, own, _cum, _callers) in pstats.Stats(
-        profiler
-    ).stats.items():
-        by_stage[stage_of(filename)] += own / repeat
-    total = sum(by_stage.values())
-    print(f"    under cProfile {total * 1000:.3f} ms per claim, own time by stage:")
-    for stage, seconds in by_stage.most_common():
-        print(f"    {seconds * 1000:7.3f} ms {seconds / total:6.1%}  {stage}")
+    turn = iter(range(repeat))
+    profile_stages(lambda: claim(application, hosts[next(turn) % len(hosts)]), repeat, "claim")
 
 
 if __name__ == "__main__":

@@ -145,10 +145,16 @@ def main(argv=None) -> int:
 
 
 def profile(application, path: str, query: str, repeat: int) -> None:
+    profile_stages(lambda: call(application, path, query), repeat, "request")
+
+
+def profile_stages(once, repeat: int, unit: str) -> None:
+    """Run ``once()`` ``repeat`` times under cProfile; print the own time per
+    ``unit`` (request, claim) summed by stage (STAGES)."""
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(repeat):
-        call(application, path, query)
+        once()
     profiler.disable()
     by_stage: collections.Counter = collections.Counter()
     for (filename, _line, _name), (_cc, _nc, own, _cum, _callers) in pstats.Stats(
@@ -156,7 +162,7 @@ def profile(application, path: str, query: str, repeat: int) -> None:
     ).stats.items():
         by_stage[stage_of(filename)] += own / repeat
     total = sum(by_stage.values())
-    print(f"    under cProfile {total * 1000:.3f} ms per request, own time by stage:")
+    print(f"    under cProfile {total * 1000:.3f} ms per {unit}, own time by stage:")
     for stage, seconds in by_stage.most_common():
         print(f"    {seconds * 1000:7.3f} ms {seconds / total:6.1%}  {stage}")
 
