@@ -9,8 +9,8 @@ a time would do: every candidate before it in the walk's order broke a
 rule or lacked room, and a claim only takes room away, so it stays first
 while it fits.
 
-A tree of one provider with no sharing provider in reach has one way to
-serve each copy, so its count is exact; for any other tree it is a lower
+A tree of one provider with no sharing provider of a requested class in
+reach has one way to serve each copy, so its count is exact; for any other tree it is a lower
 bound (another order of claims may fit more). Each tree is counted on the
 untouched model; the total claims tree after tree, oldest root first, on
 one model, so a sharing provider's room is spent once, not once per tree
@@ -39,7 +39,13 @@ def capacity(found: Found, request: Request) -> dict[str, Any]:
     size: dict[int, int] = {}
     for provider in found.providers.values():
         size[provider.root_id] = size.get(provider.root_id, 0) + 1
-    reached = {root for pid in found.sharing for root in found.shares_with.get(pid, ())}
+    # Trees a sharing provider holding a requested class may serve: the
+    # search also counts as sharing those without one in a tree that has one.
+    classes = request.resource_classes()
+    holds = {
+        pid for pid, rc in (*found.room, *found.full) if pid in found.sharing and rc in classes
+    }
+    reached = {root for pid in holds for root in found.shares_with.get(pid, ())}
     trees = []
     spent: dict[tuple[int, str], float] = {}  # sharing provider, class -> claimed by all trees
     for root in found.roots:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from placement_svc.candidates import funnel
 from placement_svc.candidates.model import Survey
 from placement_svc.candidates.request import Request
 
@@ -80,9 +81,18 @@ def _asked(
         group = request.groups[slot.suffix]
         forbids.setdefault((pid, "trait"), set()).update(group.required.forbidden)
         needs.setdefault((pid, "trait"), []).extend(group.required.any_of)
-        holders = {pid} if slot.granular else {pid, survey.providers[pid].root_id}
-        for holder in holders:
+        own = survey.providers[pid].root_id
+        if slot.granular:
+            needed_on = forbidden_on = {pid}
+        elif own != root and funnel.narrowed(survey, group, pid):
+            # a sharing provider serving another tree: its own aggregates
+            # meet member_of, and that tree's root must not be forbidden
+            needed_on, forbidden_on = {pid}, {pid, root}
+        else:
+            needed_on = forbidden_on = {pid, own}
+        for holder in forbidden_on:
             forbids.setdefault((holder, "aggregate"), set()).update(group.member_of.forbidden)
+        for holder in needed_on:
             needs.setdefault((holder, "aggregate"), []).extend(group.member_of.any_of)
     forbids.setdefault((root, "trait"), set()).update(request.root_forbidden)
     needs.setdefault((root, "trait"), []).extend(frozenset([t]) for t in request.root_required)

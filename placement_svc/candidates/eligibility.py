@@ -9,11 +9,15 @@ aggregates) and in_tree. Request-wide: root_required / root_forbidden and
 root_member_of on the anchors. A new request-wide filter goes here (with its parsing in
 request.py); rules that need several providers at once (group_policy,
 same_subtree, the unsuffixed group's collective traits) are merge.py's.
+
+A sharing provider may serve the unsuffixed group in its own tree and in
+the trees it shares with, under different rules (``sharing_trees``): where
+those rules narrow its trees, ``apply`` says which in ``Found.reach``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from placement_svc.candidates.model import Found
@@ -29,10 +33,70 @@ _Key = tuple[frozenset[str], frozenset[str] | None, frozenset[str] | None]
 
 
 def apply(found: Found, request: Request) -> None:
-    """Fill ``found.options`` for every group and ``found.roots``."""
+    """Fill ``found.options`` (and where it narrows, ``found.reach``) for
+    every group and ``found.roots``."""
     for suffix, group in request.groups.items():
-        found.options[suffix] = group_options(found, group)
+        options = found.options[suffix] = group_options(found, group)
+        if found.sharing and narrows(group):
+            found.reach[suffix] = _sharing_reach(found, group, options)
     found.roots = anchors(found, request)
+
+
+def narrows(group: RequestGroup) -> bool:
+    """Whether the group's rules can keep a sharing provider from some of
+    the trees it shares with: the unsuffixed group's in_tree and member_of
+    (a granular group's provider serves every tree it shares with)."""
+    return not group.same_provider and (group.in_tree is not None or bool(group.member_of))
+
+
+def _sharing_reach(
+    found: Found, group: RequestGroup, options: Options
+) -> dict[int, frozenset[int]]:
+    """The trees each sharing provider among the group's options may serve."""
+    sharing = found.sharing
+    offered = {pid for pids in options.values() for pid in pids if pid in sharing}
+    tree_root = in_tree_root(found.providers, group.in_tree)
+    return {
+        pid: sharing_trees(
+            group, pid, found.providers, found.aggregates, found.shares_with, tree_root
+        )
+        for pid in sorted(offered)
+    }
+
+
+def sharing_trees(
+    group: RequestGroup,
+    pid: int,
+    providers: Mapping[int, Any],
+    aggregates: Mapping[int, frozenset[str]],
+    shares_with: Mapping[int, Iterable[int]],
+    tree_root: int | None,
+) -> frozenset[int]:
+    """The trees the sharing provider ``pid`` may serve for the unsuffixed
+    group, traits aside (``tree_root``: the root of the group's in_tree,
+    see ``in_tree_root``). In its own tree it is judged as every provider of
+    that tree is: in_tree, and member_of met by its own aggregates or by
+    its root's. Another tree it serves as a sharing provider only: never
+    under in_tree (which keeps the whole group in the one tree), member_of
+    met by its own aggregates, and no forbidden aggregate on it nor on that
+    tree's root. These are upstream's rules, which it applies per provider
+    and anchor tree."""
+    root = providers[pid].root_id
+    mine = aggregates.get(pid, _NONE)
+    member_of = group.member_of
+    trees = set()
+    if (tree_root is None or root == tree_root) and aggregates_allow(
+        group, [mine, aggregates.get(root, _NONE)]
+    ):
+        trees.add(root)
+    if tree_root is None and aggregates_allow(group, [mine]):
+        forbidden = member_of.forbidden
+        trees.update(
+            tree
+            for tree in shares_with.get(pid, ())
+            if tree != root and not (aggregates.get(tree, _NONE) & forbidden)
+        )
+    return frozenset(trees)
 
 
 def group_options(found: Found, group: RequestGroup) -> Options:
@@ -112,7 +176,7 @@ def _eligibility(
     aggregates): the sets are interned, so the thousands of providers of a
     cloud share a few keys and the rules run a few times per request."""
     providers = found.providers if every is None else every
-    tree_root = _tree_root(providers, group.in_tree)
+    tree_root = in_tree_root(providers, group.in_tree)
     # The traits one provider is judged by: forbidden ones, and a granular
     # group's any-of sets (the unsuffixed group's are met collectively).
     judged = group.required.forbidden or (group.same_provider and group.required.any_of)
@@ -123,9 +187,17 @@ def _eligibility(
     spreads = not group.same_provider
     by_aggregate = bool(group.member_of)  # once, not once per provider
     verdicts: dict[_Key, bool] = {}
+    # The unsuffixed group's sharing providers: those that may serve some
+    # tree (sharing_trees), their traits judged below as any provider's.
+    narrowed = spreads and narrows(group) and bool(sharing)
 
     def eligible(pid: int) -> bool:
         provider = providers[pid]
+        if narrowed and pid in sharing:
+            shares_with = found.shares_with
+            if not sharing_trees(group, pid, providers, aggregates, shares_with, tree_root):
+                return False
+            return qualifies(group, traits[pid], None, None)
         if tree_root is not None and provider.root_id != tree_root:
             return False
         mine = root_aggregates = None
@@ -133,9 +205,8 @@ def _eligibility(
             mine = aggregates.get(pid, _NONE)
             # For the unsuffixed group an aggregate on a root spans its tree:
             # the provider itself or its root must meet every member_of. A
-            # sharing provider, and a granular group's provider, must meet
-            # them itself.
-            if spreads and pid not in sharing:
+            # granular group's provider must meet them itself.
+            if spreads:
                 root_aggregates = aggregates.get(provider.root_id, _NONE)
         key = (traits[pid], mine, root_aggregates)
         verdict = verdicts.get(key)
@@ -150,7 +221,7 @@ def _always(pid: int) -> bool:
     return True
 
 
-def _tree_root(providers: Mapping[int, Any], in_tree: str | None) -> int | None:
+def in_tree_root(providers: Mapping[int, Any], in_tree: str | None) -> int | None:
     """The root of the in_tree provider; -1 (no tree) for an unknown uuid,
     None without in_tree."""
     if in_tree is None:
@@ -173,17 +244,25 @@ def qualifies(
     member_of = group.member_of
     if member_of and mine is not None:
         holders = [mine] if root_aggregates is None else [mine, root_aggregates]
-        if member_of.any_of and not any(
-            all(held & any_of for any_of in member_of.any_of) for held in holders
-        ):
-            return False
-        if any(held & member_of.forbidden for held in holders):
+        if not aggregates_allow(group, holders):
             return False
     if traits & group.required.forbidden:
         return False
     if group.same_provider and any(not (traits & any_of) for any_of in group.required.any_of):
         return False
     return True
+
+
+def aggregates_allow(group: RequestGroup, holders: list[frozenset[str]]) -> bool:
+    """The group's member_of, met by one of ``holders`` (aggregate sets)
+    alone: every any-of list has one of its aggregates there; and no
+    forbidden aggregate is in any of them."""
+    member_of = group.member_of
+    if member_of.any_of and not any(
+        all(held & any_of for any_of in member_of.any_of) for held in holders
+    ):
+        return False
+    return not any(held & member_of.forbidden for held in holders)
 
 
 def anchors(found: Found, request: Request) -> list[int]:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from placement_svc.candidates import eligibility
 from placement_svc.candidates.model import Survey
 from placement_svc.candidates.request import RequestGroup
 
@@ -68,20 +69,40 @@ def group_funnel(survey: Survey, group: RequestGroup) -> Funnel:
     else:  # each class may come from another provider: each counts from the same ones
         for rc, amount in group.resources.items():
             funnel.serving[rc] = _room_step(survey, funnel, left, rc, amount)
-    funnel.trees = trees_served(survey, funnel.serving)
+    funnel.trees = trees_served(survey, group, funnel.serving)
     return funnel
 
 
-def trees_served(survey: Survey, serving: dict[str | None, list[int]]) -> set[int]:
+def trees_served(
+    survey: Survey, group: RequestGroup, serving: dict[str | None, list[int]]
+) -> set[int]:
     """The trees in reach of a provider for every key: those the group can
     be served in."""
     trees: set[int] | None = None
     for pids in serving.values():
         reach: set[int] = set()
         for pid in pids:
-            reach |= survey.reach(pid)
+            reach |= (
+                serves(survey, group, pid) if narrowed(survey, group, pid) else survey.reach(pid)
+            )
         trees = reach if trees is None else trees & reach
     return trees or set()
+
+
+def narrowed(survey: Survey, group: RequestGroup, pid: int) -> bool:
+    """Whether the group's rules may keep ``pid``, a sharing provider, from
+    some of the trees it shares with (eligibility.sharing_trees)."""
+    return pid in survey.sharing and eligibility.narrows(group)
+
+
+def serves(survey: Survey, group: RequestGroup, pid: int) -> frozenset[int]:
+    """The trees a sharing provider may serve for the unsuffixed group, as
+    the engine has them (eligibility.sharing_trees)."""
+    providers = survey.providers
+    tree_root = eligibility.in_tree_root(providers, group.in_tree)
+    return eligibility.sharing_trees(
+        group, pid, providers, survey.aggregates, survey.shares_with, tree_root
+    )
 
 
 def _room_step(survey: Survey, funnel: Funnel, left: list[int], rc: str, amount: int) -> list[int]:
@@ -134,7 +155,9 @@ def filters(survey: Survey, group: RequestGroup) -> list[Filter]:
                 "forbidden_aggregates",
                 [f"!{agg}" for agg in sorted(member_of.forbidden)],
                 lambda pid: (
-                    not any(held & member_of.forbidden for held in holders(survey, group, pid))
+                    bool(serves(survey, group, pid))
+                    if narrowed(survey, group, pid)
+                    else not any(held & member_of.forbidden for held in holders(survey, group, pid))
                 ),
             )
         )
@@ -165,12 +188,15 @@ def filters(survey: Survey, group: RequestGroup) -> list[Filter]:
     return found
 
 
-def holders(survey: Survey, group: RequestGroup, pid: int) -> list[frozenset[str]]:
+def holders(
+    survey: Survey, group: RequestGroup, pid: int, away: bool = False
+) -> list[frozenset[str]]:
     """Whose aggregates meet the group's member_of for ``pid``: its own,
-    and for the unsuffixed group its root's too (not a sharing provider's)."""
+    and for the unsuffixed group in its own tree its root's too (``away``:
+    a sharing provider serving another tree, where they do not count)."""
     aggregates = survey.aggregates
     mine = aggregates.get(pid, _NONE)
-    if group.same_provider or pid in survey.sharing:
+    if group.same_provider or away:
         return [mine]
     return [mine, aggregates.get(survey.providers[pid].root_id, _NONE)]
 

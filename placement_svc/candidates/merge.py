@@ -286,13 +286,20 @@ def _unique_shared(
 def _options_by_root(found: Found) -> dict[tuple[str, str | None], dict[int, list[int]]]:
     """(suffix, class) -> anchor root -> providers in reach, indexed once so each
     tree's slots cost only their own options. Sharing providers are in reach of
-    every tree they share with."""
+    every tree they share with, or of the trees the group's rules leave them
+    (``found.reach``)."""
     index: dict[tuple[str, str | None], dict[int, list[int]]] = {}
     providers, sharing = found.providers, found.sharing
     for suffix, by_class in found.options.items():
+        narrowed = found.reach.get(suffix, {})
         for key, pids in by_class.items():
             per_root: dict[int, list[int]] = {}
             for pid in pids:
+                trees = narrowed.get(pid) if pid in sharing else None
+                if trees is not None:
+                    for tree in trees:
+                        per_root.setdefault(tree, []).append(pid)
+                    continue
                 root = providers[pid].root_id
                 reach = per_root.get(root)
                 if reach is None:

@@ -64,6 +64,10 @@ class Found:
     options: dict[str, dict[str | None, list[int]]] = field(default_factory=dict)
     sharing: set[int] = field(default_factory=set)
     shares_with: dict[int, set[int]] = field(default_factory=dict)  # sharing id -> root ids
+    # suffix -> sharing provider -> the trees it may serve for that group,
+    # where the group's rules narrow them (eligibility.sharing_trees): its
+    # own tree and every one in ``shares_with`` otherwise
+    reach: dict[str, dict[int, frozenset[int]]] = field(default_factory=dict)
     roots: list[int] = field(default_factory=list)  # anchors, in id order
     # False when the search covered only the first anchors of the cloud (in
     # id order): a prefix of the whole answer's trees, see search.search.

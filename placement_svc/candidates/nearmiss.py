@@ -73,7 +73,7 @@ class _Misses(Shortfalls):
         assigned = self._assign(root)
         said: dict[str, int] = {}  # text -> index in fails
         for slot, pid in zip(self.slots, assigned):
-            for fail in self._group_fails(slot.suffix, pid):
+            for fail in self._group_fails(slot.suffix, pid, root):
                 index = said.get(fail.text)
                 if index is None:
                     said[fail.text] = len(fails)
@@ -114,7 +114,7 @@ class _Misses(Shortfalls):
             # short of room is nearer than one without the class at all
             best, best_cost = None, (0, 0)
             for pid in reach:
-                count, lacking = len(self._group_fails(slot.suffix, pid)), 0
+                count, lacking = len(self._group_fails(slot.suffix, pid, root)), 0
                 for rc, amount in slot.amounts:
                     before = amounts.get((pid, rc), [])
                     if (pid, rc) not in survey.stock:

@@ -49,7 +49,7 @@ class Shortfalls:
                 if survey.providers[pid].root_id != root:
                     reach.setdefault(root, []).append(pid)
         self.reach = reach
-        self.group_fails: dict[tuple[str, int], list[Fail]] = {}
+        self.group_fails: dict[tuple[str, int, int | None], list[Fail]] = {}
         self.in_tree = {
             suffix: next(
                 (p.root_id for p in survey.providers.values() if p.uuid == group.in_tree), -1
@@ -102,33 +102,37 @@ class Shortfalls:
         ]
         return fails
 
-    def _group_fails(self, suffix: str, pid: int) -> list[Fail]:
-        """What keeps ``pid`` from the group, room aside (as funnel.filters)."""
-        key = (suffix, pid)
+    def _group_fails(self, suffix: str, pid: int, root: int) -> list[Fail]:
+        """What keeps ``pid`` from the group in the tree of ``root``, room
+        aside (as funnel.filters; for a sharing provider serving another
+        tree, as eligibility.sharing_trees)."""
+        group = self.request.groups[suffix]
+        own = self.survey.providers[pid].root_id
+        away = funnel.narrowed(self.survey, group, pid) and own != root
+        key = (suffix, pid, root if away else None)
         known = self.group_fails.get(key)
         if known is None:
-            known = self.group_fails[key] = self._work_out(self.request.groups[suffix], pid)
+            known = self.group_fails[key] = self._work_out(group, pid, root if away else None)
         return known
 
-    def _work_out(self, group: RequestGroup, pid: int) -> list[Fail]:
+    def _work_out(self, group: RequestGroup, pid: int, away: int | None = None) -> list[Fail]:
+        """``_group_fails``; ``away``: the root of the other tree a sharing
+        provider serves, where in_tree forbids it, its root's aggregates do
+        not count and that root's forbidden aggregates do."""
         survey = self.survey
         name, ref = survey.names[pid], self.ref(pid)
         where = {"provider": ref, "groups": [group.suffix]}
         fails = []
-        if (
-            group.in_tree is not None
-            and survey.providers[pid].root_id != self.in_tree[group.suffix]
-        ):
-            fails.append(
-                Fail(
-                    "in_tree",
-                    f"{name} not in tree {group.in_tree}",
-                    {**where, "in_tree": group.in_tree},
-                )
-            )
+        if group.in_tree is not None:
+            outside = survey.providers[pid].root_id != self.in_tree[group.suffix]
+            if outside or away is not None:
+                text = f"{name} not in tree {group.in_tree}"
+                if not outside:
+                    text = f"{name} serves no other tree under in_tree {group.in_tree}"
+                fails.append(Fail("in_tree", text, {**where, "in_tree": group.in_tree}))
         member_of = group.member_of
         if member_of:
-            holders = funnel.holders(survey, group, pid)
+            holders = funnel.holders(survey, group, pid, away=away is not None)
             owners = [pid, survey.providers[pid].root_id][: len(holders)]
             missing = [[one for one in member_of.any_of if not held & one] for held in holders]
             fewest = min(range(len(holders)), key=lambda i: len(missing[i]))
@@ -145,6 +149,8 @@ class Shortfalls:
                 )
                 for one in missing[fewest]
             ]
+            if away is not None:  # the root of the tree served must be in no forbidden one
+                holders, owners = [*holders, survey.aggregates.get(away, frozenset())], [pid, away]
             for held, owner in zip(holders, owners):
                 fails += [
                     Fail(

@@ -1,8 +1,8 @@
 """GET /allocation_candidates/explain and /capacity agree with the answer
 itself, on random clouds, on every backend of the matrix.
 
-Each world (seeded: 2-4 roots, some nested, a sharing provider in an
-aggregate with some roots, inventories with reserved, ratios, units and
+Each world (seeded: 2-4 roots, some nested, a sharing provider -- a root
+or a child of one -- in an aggregate with some roots, inventories with reserved, ratios, units and
 allocations, a few CUSTOM_ traits and aggregates) is written to the
 database, asked several random 1.44 queries, and emptied again. The checks:
 
@@ -140,7 +140,11 @@ class World:
                 for g in range(rng.choice([0, 0, 1])):
                     new(f"r{r}c{c}g{g}", child.name, rng.sample(CLASSES, rng.choice([0, 1, 2, 2])))
         if rng.random() < 0.6:
-            share = new("share", None, ["DISK_GB"] + (["MEMORY_MB"] if rng.random() < 0.3 else []))
+            # the sharing provider: a root, or now and then a child of one
+            parent = rng.choice(roots).name if rng.random() < 0.3 else None
+            share = new(
+                "share", parent, ["DISK_GB"] + (["MEMORY_MB"] if rng.random() < 0.3 else [])
+            )
             share.traits.add(SHARES)
             share.aggregates.add(SHARED_AGGREGATE)
             for root in roots:
@@ -709,8 +713,8 @@ def check_funnel(db: Database, case: Case, problems: list[str]) -> None:
                     f"{case.where()}: group '{suffix}' {key or 'whole'}: the funnel leaves "
                     f"providers {in_loaded[key]}, the search {engine}"
                 )
-        engine_trees = funnel.trees_served(cloud, options) if options else set()
-        funnel_trees = funnel.trees_served(cloud, in_loaded) & loaded
+        engine_trees = _engine_trees(cloud, found, suffix, options)
+        funnel_trees = funnel.trees_served(cloud, group, in_loaded) & loaded
         if funnel_trees != engine_trees:
             problems.append(
                 f"{case.where()}: group '{suffix}': the funnel's trees "
@@ -739,6 +743,21 @@ def check_funnel(db: Database, case: Case, problems: list[str]) -> None:
             f"{case.where()}: no merge rule, yet {filtered} trees after the request filters "
             f"and {body['trees_with_candidates']} with candidates"
         )
+
+
+def _engine_trees(
+    cloud: Any, found: Any, suffix: str, options: dict[str | None, list[int]]
+) -> set[int]:
+    """The trees the search's options of a group reach for every key: a
+    sharing provider those the group's rules leave it (Found.reach)."""
+    narrowed = found.reach.get(suffix, {})
+    trees: set[int] | None = None
+    for pids in options.values():
+        reach: set[int] = set()
+        for pid in pids:
+            reach |= narrowed[pid] if pid in narrowed else cloud.reach(pid)
+        trees = reach if trees is None else trees & reach
+    return trees or set()
 
 
 # -- 4. capacity ---------------------------------------------------------------------

@@ -6,9 +6,12 @@ granular group, a resourceless group open to every provider that qualifies;
 forbidden traits for every group, any-of traits per provider for a granular
 group only (the unsuffixed group meets them collectively, in merge.py);
 member_of any-of and forbidden aggregates, where for the unsuffixed group a
-provider's root's aggregates count for it, but not for a sharing provider nor
-for a granular group; in_tree (the whole tree of the named provider, sharing
-providers outside it excluded, an unknown uuid giving nothing). Request-wide:
+provider's root's aggregates count for it, but not for a granular group; a
+sharing provider of the unsuffixed group is judged so in its own tree, and
+serves the other trees it shares with only by its own aggregates, never
+under in_tree, and not where that tree's root is in a forbidden aggregate;
+in_tree (the whole tree of the named provider, sharing providers outside it
+excluded, an unknown uuid giving nothing). Request-wide:
 the anchors are every tree, in id order, less those whose root fails
 root_required / root_forbidden (a child's traits do not count) or, from 1.40,
 root_member_of (the root's own aggregates: any-of lists, forbidden ones,
@@ -26,6 +29,7 @@ from tests.unit.test_candidates_merge import LATEST, ask
 
 AGG_A = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 AGG_B = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
+AGG_Z = "cccccccc-cccc-4ccc-8ccc-cccccccccccc"
 SHARING = "MISC_SHARES_VIA_AGGREGATE"
 
 
@@ -57,6 +61,24 @@ class World:
         if SHARING in traits:
             self.found.sharing.add(pid)
         return pid
+
+    def shares(self, name, *roots):
+        self.found.shares_with[self.ids[name]] = {self.ids[r] for r in roots}
+
+    def reach(self, qs: str, suffix: str = "") -> dict | None:
+        """The trees (their roots' names) each sharing provider may serve
+        for the group, where its rules narrow them (None: they do not)."""
+        found = self.found
+        found.options, found.reach = {}, {}
+        eligibility.apply(found, ask(qs))
+        narrowed = found.reach.get(suffix)
+        if narrowed is None:
+            return None
+        return {
+            self.names[pid]: [self.names[r] for r in sorted(trees)]
+            for pid, trees in narrowed.items()
+            if trees
+        }
 
     def options(self, qs: str, suffix: str = "") -> dict:
         """The group's options, with provider names for ids."""
@@ -229,13 +251,54 @@ def test_a_forbidden_aggregate_on_the_provider_or_for_the_unsuffixed_group_its_r
     }
 
 
-def test_a_sharing_provider_meets_member_of_itself_not_through_its_root():
+def test_a_sharing_provider_in_its_own_tree_counts_its_roots_aggregates():
+    """As every provider of its tree does, for the unsuffixed group: nfs_in
+    is in no aggregate of its own, its root is in A (upstream's answer)."""
     world = World()
     world.provider("rack", aggregates=[AGG_A])
     world.provider("nfs_in", parent="rack", room={"DISK_GB": 99}, traits=[SHARING])
     world.provider("nfs_own", room={"DISK_GB": 99}, traits=[SHARING], aggregates=[AGG_A])
-    assert world.options(f"resources=DISK_GB:1&member_of={AGG_A}") == {"DISK_GB": ["nfs_own"]}
-    assert world.options(f"resources=DISK_GB:1&member_of=!{AGG_A}") == {"DISK_GB": ["nfs_in"]}
+    assert world.options(f"resources=DISK_GB:1&member_of={AGG_A}") == {
+        "DISK_GB": ["nfs_in", "nfs_own"]
+    }
+    # Its root in a forbidden aggregate keeps it from its own tree, and it
+    # shares with no other tree.
+    assert world.options(f"resources=DISK_GB:1&member_of=!{AGG_A}") == {"DISK_GB": []}
+
+
+def shared_rack() -> World:
+    """nfs, a sharing child of rack (in A), is itself in B, as are host_b
+    and host_bz (also in Z): it shares with their trees."""
+    world = World()
+    world.provider("rack", aggregates=[AGG_A])
+    world.provider("nfs", parent="rack", room={"DISK_GB": 99}, traits=[SHARING], aggregates=[AGG_B])
+    world.provider("host_b", room={"VCPU": 4}, aggregates=[AGG_B])
+    world.provider("host_bz", room={"VCPU": 4}, aggregates=[AGG_B, AGG_Z])
+    world.shares("nfs", "rack", "host_b", "host_bz")
+    return world
+
+
+def test_a_sharing_provider_serves_other_trees_by_its_own_aggregates_alone():
+    world = shared_rack()
+    assert world.reach(f"resources=DISK_GB:1&member_of={AGG_A}") == {"nfs": ["rack"]}
+    assert world.reach(f"resources=DISK_GB:1&member_of={AGG_B}") == {
+        "nfs": ["rack", "host_b", "host_bz"]
+    }
+
+
+def test_a_forbidden_aggregate_on_the_root_of_the_tree_served_keeps_a_sharing_provider_out():
+    world = shared_rack()
+    assert world.reach(f"resources=DISK_GB:1&member_of=!{AGG_Z}") == {"nfs": ["rack", "host_b"]}
+    assert world.reach(f"resources=DISK_GB:1&member_of=!{AGG_A}") == {"nfs": ["host_b", "host_bz"]}
+
+
+def test_in_tree_keeps_a_sharing_provider_of_the_unsuffixed_group_in_its_own_tree():
+    world = shared_rack()
+    rack, host = uuid_of(world.ids["rack"]), uuid_of(world.ids["host_b"])
+    assert world.reach(f"resources=DISK_GB:1&in_tree={rack}") == {"nfs": ["rack"]}
+    assert world.reach(f"resources=DISK_GB:1&in_tree={host}") == {}
+    # A granular group's sharing provider serves every tree it shares with.
+    assert world.reach(f"resources1=DISK_GB:1&in_tree1={rack}", "1") is None
 
 
 # in_tree

@@ -161,7 +161,8 @@ def random_inventory(rng: random.Random) -> Stock:
 
 def random_cloud(rng: random.Random) -> Cloud:
     """One to four trees of up to four providers, and up to two sharing
-    providers of DISK_GB; random inventories, traits and aggregates."""
+    providers of DISK_GB (a root, or a child in a tree); random inventories,
+    traits and aggregates."""
     cloud = Cloud()
 
     def some(names, most):
@@ -184,6 +185,7 @@ def random_cloud(rng: random.Random) -> Cloud:
             f"S{s}",
             {"DISK_GB": random_inventory(rng)},
             some(roots, len(roots)),
+            parent=rng.choice([None, None, rng.choice(list(cloud.ids))]),
             traits=some(TRAITS, 1),
             aggregates=some(AGGREGATES, 1),
         )
@@ -466,11 +468,13 @@ def aggregated_trees() -> Cloud:
 def test_member_of_counts_the_roots_aggregates_for_the_unsuffixed_group():
     cloud = aggregated_trees()
     each = funnel_of(cloud, f"resources=VCPU:1&member_of={AGG1}")
-    assert counts(each) == [("member_of", 2), ("resources", 1)]  # R and C; SS not
-    assert serving(cloud, each) == {"VCPU": ["C"]}
+    # R, C and SS: a sharing provider in its own tree is one of its providers
+    assert counts(each) == [("member_of", 3), ("resources", 2)]
+    assert serving(cloud, each) == {"VCPU": ["C", "SS"]}
     each = funnel_of(cloud, f"resources=VCPU:1&member_of=!{AGG1}")
-    assert counts(each) == [("forbidden_aggregates", 3), ("resources", 2)]
-    assert serving(cloud, each) == {"VCPU": ["SS", "C2"]}
+    # R2 and C2: SS shares with no tree but its own, whose root is in AGG1
+    assert counts(each) == [("forbidden_aggregates", 2), ("resources", 1)]
+    assert serving(cloud, each) == {"VCPU": ["C2"]}
 
 
 def test_member_of_is_a_granular_groups_providers_own():
@@ -533,7 +537,7 @@ def test_the_unsuffixed_group_is_served_in_trees_that_hold_every_class():
     each = funnel_of(cloud, "resources=VCPU:1,DISK_GB:10")
     assert serving(cloud, each) == {"VCPU": ["T1C", "T3"], "DISK_GB": ["S"]}
     assert each.trees == {cloud.ids["T1"]}
-    assert funnel.trees_served(cloud.survey, {}) == set()
+    assert funnel.trees_served(cloud.survey, ask("resources=VCPU:1").groups[""], {}) == set()
 
 
 # The funnel and the engine never disagree

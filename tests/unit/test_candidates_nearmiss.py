@@ -263,11 +263,46 @@ def test_a_granular_group_and_a_sharing_provider_do_not_count_the_root():
     assert texts(cloud, f"resources_G=VCPU:1&member_of_G={AGG1}&required_G=!CUSTOM_Z") == [
         f"C not in aggregate {AGG1}"
     ]
+    # SS serves its own tree (R in AGG1: a candidate), not R2's: serving
+    # another tree, neither its root's aggregates nor R2's count.
     cloud = Cloud()
-    cloud.provider("R", traits=("CUSTOM_Z",), aggregates=(AGG1,))
-    cloud.sharing("SS", {"VCPU": 8}, [], parent="R")
-    assert texts(cloud, f"resources=VCPU:1&member_of={AGG1}&required=!CUSTOM_Z") == [
-        f"SS not in aggregate {AGG1}"
+    cloud.provider("R", aggregates=(AGG1,))
+    cloud.provider("R2", traits=("CUSTOM_Z",), aggregates=(AGG1, AGG2))
+    cloud.sharing("SS", {"VCPU": 8}, ["R2"], parent="R", aggregates=(AGG2,))
+    qs = f"resources=VCPU:1&member_of={AGG1}&required=!CUSTOM_Z"
+    assert [m["root"]["name"] for m in misses(cloud, qs, served=["R"])] == ["R2"]
+    assert texts(cloud, qs, served=["R"]) == [f"SS not in aggregate {AGG1}"]
+
+
+def test_a_sharing_provider_serving_another_tree_needs_its_root_in_no_forbidden_aggregate():
+    cloud = Cloud()
+    cloud.provider("R2", traits=("CUSTOM_Z",), aggregates=(AGG2, AGG3))
+    cloud.sharing("SS", {"VCPU": 8}, ["R2"], aggregates=(AGG2,))
+    qs = f"resources=VCPU:1&member_of=!{AGG3}&required=!CUSTOM_Z&resources_G=VCPU:1"
+    assert fails(cloud, qs, root="R2", served=["SS"]) == [
+        {
+            "rule": "forbidden_aggregate",
+            "text": f"R2 in forbidden aggregate {AGG3}",
+            "provider": ref(cloud, "R2"),
+            "groups": [""],
+            "aggregate": AGG3,
+        }
+    ]
+
+
+def test_in_tree_keeps_a_sharing_provider_of_the_unsuffixed_group_home():
+    cloud = Cloud()
+    cloud.provider("R2", stock={"DISK_GB": 50}, aggregates=(AGG2,))
+    cloud.sharing("SS", {"VCPU": 8}, ["R2"], aggregates=(AGG2,))
+    qs = f"resources=VCPU:1&in_tree={cloud.uuid('SS')}&resources_G=DISK_GB:40"
+    assert fails(cloud, qs, root="R2") == [
+        {
+            "rule": "in_tree",
+            "text": f"SS serves no other tree under in_tree {cloud.uuid('SS')}",
+            "provider": ref(cloud, "SS"),
+            "groups": [""],
+            "in_tree": cloud.uuid("SS"),
+        }
     ]
 
 
