@@ -55,7 +55,15 @@ def _sharing_reach(
     """The trees each sharing provider among the group's options may serve."""
     sharing = found.sharing
     offered = {pid for pids in options.values() for pid in pids if pid in sharing}
-    tree_root = in_tree_root(found.providers, group.in_tree)
+    if not offered:
+        return {}
+    shape, in_tree = found.world, group.in_tree
+    if shape is None or in_tree is None:
+        tree_root = in_tree_root(found.providers, in_tree)
+    else:  # a look at every provider: once per shape of the cloud
+        tree_root = shape.remember(
+            ("in_tree root", in_tree), lambda: in_tree_root(shape.providers, in_tree)
+        )
     return {
         pid: sharing_trees(
             group, pid, found.providers, found.aggregates, found.shares_with, tree_root
