@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from placement_svc import conf as placement_conf
 from placement_svc import keystone_conf
 from placement_svc.app import create_app
-from placement_svc.db import migration
+from placement_svc.db import adoption, migration
 from placement_svc.db.engine import create_engine
 from placement_svc.prefix import PrefixMount
 
@@ -175,6 +175,11 @@ def prepare_database(conf, *, create_if_empty: bool, wait: bool) -> None:
 def require_head(engine) -> None:
     """Refuse a schema this code was not written for, naming the fix."""
     current, head = migration.current(engine), migration.head()
+    if adoption.is_upstream(current):
+        raise Failure(
+            f"the database was made by upstream OpenStack Placement (schema revision "
+            f"{current}): run '{PROG} db sync' to adopt it in place"
+        )
     if current != head:
         where = f"at revision {current}" if current else "not initialised"
         raise Failure(
@@ -195,10 +200,24 @@ def sync_standard_names(engine, attempts: int = 5) -> None:
             time.sleep(0.1 * attempt)
 
 
-def sync_database(conf) -> None:
-    """``db sync``: the latest schema and the standard names, at once (no retries)."""
+def sync_database(conf) -> str | None:
+    """``db sync``: the latest schema and the standard names, at once (no
+    retries); a database upstream Placement made is adopted first. Returns
+    the upstream revision adopted from, if any."""
     with engine_for(conf) as engine:
-        migration.sync(engine)
+        try:
+            return migration.sync(engine)
+        except adoption.NotAdoptable as exc:
+            raise Failure(f"cannot adopt this database: {exc}; nothing was changed") from exc
+
+
+def hand_back_database(conf) -> list[str]:
+    """``db hand-back``: the database as upstream Placement serves it."""
+    with engine_for(conf) as engine:
+        try:
+            return migration.hand_back(engine)
+        except adoption.NotAdoptable as exc:
+            raise Failure(f"cannot hand this database back: {exc}") from exc
 
 
 def database_version(conf) -> str | None:

@@ -1,8 +1,10 @@
 """``placement-svc``: the command line.
 
     placement-svc db sync       bring the schema to the latest revision and add
-                                the standard resource classes and traits
+                                the standard resource classes and traits (a
+                                database upstream Placement made is adopted)
     placement-svc db version    print the schema revision of the database
+    placement-svc db hand-back  make the database one upstream Placement serves
     placement-svc serve         answer the API under gunicorn
     placement-svc status upgrade check
                                 is the database ready for this release?
@@ -50,12 +52,14 @@ from placement_svc.bootstrap import (
     build_app,
     check_front_door,
     database_version,
+    hand_back_database,
     load_conf,
     one_line,
     prepare_database,
     shown_url,
     sync_database,
 )
+from placement_svc.db.adoption import UPSTREAM_HEAD
 
 DEFAULT_BIND = "127.0.0.1:8778"
 # gunicorn's own default: seconds a stopping server gives its workers.
@@ -68,7 +72,22 @@ LOG = logging.getLogger(__name__)
 
 
 def db_sync(conf, args) -> None:
-    sync_database(conf)
+    adopted = sync_database(conf)
+    if adopted:
+        print(
+            f"Adopted a database of upstream OpenStack Placement (schema revision {adopted}); "
+            "no row was changed."
+        )
+
+
+def db_hand_back(conf, args) -> None:
+    dropped = hand_back_database(conf)
+    own = f" Dropped {', '.join(dropped)} (placement-svc's own, no cloud data)." if dropped else ""
+    print(
+        f"The database is at upstream OpenStack Placement's schema revision "
+        f"{UPSTREAM_HEAD}: openstack-placement 16.0.0 serves it.{own} Run "
+        f"'{PROG} db sync' to serve it with {PROG} again."
+    )
 
 
 def db_version(conf, args) -> None:
@@ -380,6 +399,13 @@ def _add_db_commands(commands) -> None:
     )
     sync = _command(db_commands, "sync", 2, help=text, description=text)
     sync.set_defaults(func=db_sync, log_level=logging.WARNING)
+    text = (
+        "Make the database one upstream OpenStack Placement 16.0.0 serves as its own: "
+        "upstream's schema revision, without placement-svc's own tables (they hold no "
+        "cloud data). Stop every placement-svc process first; 'db sync' takes it back."
+    )
+    back = _command(db_commands, "hand-back", 2, help=text, description=text)
+    back.set_defaults(func=db_hand_back, log_level=logging.WARNING)
     text = "Print the schema revision of the database ('None' when it has no schema)."
     version = _command(db_commands, "version", 2, help=text, description=text)
     version.set_defaults(func=db_version, log_level=logging.WARNING)

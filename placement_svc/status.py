@@ -21,7 +21,7 @@ from oslo_upgradecheck import common_checks, upgradecheck
 from oslo_upgradecheck.upgradecheck import Code, Result
 
 from placement_svc import bootstrap
-from placement_svc.db import migration, tables
+from placement_svc.db import adoption, migration, tables
 
 CANNOT_CHECK = 255
 
@@ -55,6 +55,22 @@ class Checks(upgradecheck.UpgradeCommands):
         current, head = migration.current(self.engine), migration.head()
         if current == head:
             return Result(Code.SUCCESS)
+        if adoption.is_upstream(current):
+            try:
+                with self.engine.connect() as conn:
+                    adoption.check(conn)
+            except adoption.NotAdoptable as exc:
+                return Result(
+                    Code.FAILURE,
+                    f"The database was made by upstream OpenStack Placement (schema revision "
+                    f"{current}) and cannot be adopted: {exc}.",
+                )
+            return Result(
+                Code.FAILURE,
+                f"The database was made by upstream OpenStack Placement (schema revision "
+                f"{current}). Run '{bootstrap.PROG} db sync' to adopt it in place: no row "
+                f"changes, and '{bootstrap.PROG} db hand-back' gives it back.",
+            )
         where = f"is at revision {current}" if current else "has no placement schema"
         return Result(
             Code.FAILURE,

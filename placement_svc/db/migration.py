@@ -11,6 +11,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
+from placement_svc.db import adoption
+
 
 def _config(connection: Connection | None = None) -> Config:
     cfg = Config()
@@ -51,7 +53,19 @@ def sync_standard_names(engine: Engine) -> tuple[int, int]:
         return resource_classes.sync_standard(conn), traits.sync_standard(conn)
 
 
-def sync(engine: Engine) -> None:
-    """Schema to head, then the standard names: what ``db sync`` does."""
+def sync(engine: Engine) -> str | None:
+    """Schema to head, then the standard names: what ``db sync`` does. A
+    database upstream Placement made is adopted first (adoption.py); returns
+    the upstream revision it was at, None for any other database."""
+    adopted = None
+    if adoption.is_upstream(current(engine)):
+        adopted = adoption.adopt(engine)
     upgrade(engine)
     sync_standard_names(engine)
+    return adopted
+
+
+def hand_back(engine: Engine) -> list[str]:
+    """``db hand-back``: the database as upstream Placement 16.0.0 serves it
+    (adoption.hand_back); returns the tables of ours that were dropped."""
+    return adoption.hand_back(engine, head())
