@@ -13,7 +13,8 @@ not fix compared as sets). Then placement-svc writes (at 1.39 and at its own
 newest microversion), ``db hand-back`` gives the database back, and upstream
 reads what placement-svc last read. A database at each older upstream
 revision is adopted with its rows, and what cannot be adopted is refused
-with one line, the database untouched.
+with one line, the database untouched. A database placement-svc made is
+handed back the same way, and upstream writes on in it.
 """
 
 from __future__ import annotations
@@ -351,3 +352,32 @@ def test_what_cannot_be_adopted_is_refused_in_one_line_untouched(backend, tmp_pa
             assert "world_generation" not in sa.inspect(engine).get_table_names()
         finally:
             engine.dispose()
+
+
+def test_a_database_placement_svc_made_is_handed_back_too(backend, tmp_path):
+    """Born here: placement-svc creates and fills it, hands it back, and
+    upstream reads the same and writes on (a custom class takes the id
+    upstream gives it, a new provider and consumer theirs)."""
+    with databases.empty_database_url(backend, tmp_path) as url:
+        assert cli("db", "sync", url=url, cwd=tmp_path).returncode == 0
+        with ours(url) as http:
+            fill(http)
+            served = reads(http)
+        back = cli("db", "hand-back", url=url, cwd=tmp_path)
+        assert back.returncode == 0, back.stderr
+        with upstream.serving(url, tmp_path) as base, client(base) as http:
+            same_reads(served, reads(http))
+            ok(http.put("/resource_classes/CUSTOM_LATER"))
+            ok(http.post("/resource_providers", json={"name": "cn3", "uuid": U["cn3"]}))
+            inventory = {
+                "resource_provider_generation": 0,
+                "inventories": {"CUSTOM_LATER": {"total": 2}},
+            }
+            ok(http.put(f"/resource_providers/{U['cn3']}/inventories", json=inventory))
+            allocate(http, "c4", {"cn3": {"CUSTOM_LATER": 1}}, "p2", "u1", None, "INSTANCE")
+            written = reads(http)
+        assert cli("db", "sync", url=url, cwd=tmp_path).returncode == 0
+        with ours(url) as http:
+            same_reads(written, reads(http))
+            classes = ok(http.get("/resource_classes"))["resource_classes"]
+            assert {"CUSTOM_MAGIC", "CUSTOM_LATER"} <= {c["name"] for c in classes}
