@@ -3,7 +3,8 @@
 # installed in editable mode, re-installed whenever pyproject.toml changes.
 #
 #   make serve              the API on http://127.0.0.1:8778 (SQLite, noauth2);
-#                           installs placement-svc alone, no test tools
+#                           installs placement-svc with its keystone and
+#                           database-driver extras, no test tools
 #   make serve ARGS='--workers 4 --config-file /etc/placement/placement.conf'
 #   make test               the whole suite: make lint, then pytest (slow tests
 #                           included)
@@ -16,8 +17,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Two stamps: `make serve` installs only what serving needs (placement-svc and
-# its dependencies); `make test` and the other targets add the [test] extra
+# Two stamps: `make serve` installs only what serving needs (placement-svc, its
+# dependencies and the keystone, postgresql and mysql extras); `make test` and the other targets add the [test] extra
 # (pytest, gabbi, ruff, mypy, schemathesis, hadolint, the database drivers).
 STAMP := $(VENV)/.placement-svc-installed
 TEST_STAMP := $(VENV)/.placement-svc-test-installed
@@ -29,7 +30,7 @@ PYTEST_ARGS ?= -n 2 --dist loadscope
 
 $(STAMP): pyproject.toml
 	@$(BIN)/python -c '' 2>/dev/null || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[keystone,postgresql,mysql]'
 	@touch $@
 
 $(TEST_STAMP): $(STAMP)

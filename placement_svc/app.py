@@ -147,17 +147,20 @@ class _Resource:
     def _from(self, handler, feature):
         def guarded(req, resp, **params):
             if web.version(req) < feature:
-                return self._not_allowed(req, resp, **params)
+                return self._not_allowed(req, resp, needs=feature, **params)
             return handler(req, resp, **params)
 
         return guarded
 
-    def _not_allowed(self, req, resp, **_params):
+    def _not_allowed(self, req, resp, needs=None, **_params):
         if self.since is not None:
             web.require_version(req, self.since)
         version = web.version(req)
         allowed = [m for m, since in self.methods.items() if since is None or version >= since]
-        raise errors.MethodNotAllowed(req.method, allowed)
+        hint = ""
+        if needs is not None and needs <= mv.max_version(req.env):  # a version would help
+            hint = web.version_hint(req, needs, f"{req.method} on this URL")
+        raise errors.MethodNotAllowed(req.method, allowed, hint)
 
 
 def render_error(req, resp, error: errors.PlacementError) -> None:

@@ -7,6 +7,8 @@ request other than the version document carries no user.
 
 from __future__ import annotations
 
+from placement_svc import install
+
 ROOT_PATHS = ("/", "")
 # What a front door tells a caller it refused for want of credentials: the
 # 401's message (the context middleware answers it).
@@ -65,7 +67,7 @@ def keystone_middleware(application, conf):
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise RuntimeError(
             "[api] auth_strategy = keystone needs keystonemiddleware: "
-            "pip install 'placement-svc[keystone]'"
+            + install.extra_command("keystone")
         ) from exc
 
     protocol = auth_token.AuthProtocol(application, {"oslo_config_config": conf})

@@ -20,7 +20,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
 from placement_svc import conf as placement_conf
-from placement_svc import keystone_conf
+from placement_svc import install, keystone_conf
 from placement_svc.app import create_app
 from placement_svc.db import adoption, migration
 from placement_svc.db.engine import create_engine
@@ -104,10 +104,10 @@ def database_errors(url: str):
     except sa_exc.ArgumentError as exc:
         raise Failure(f"bad database URL {shown}: {one_line(exc)}") from exc
     except ImportError as exc:
+        extra = "mysql" if url.startswith("mysql") else "postgresql"
         raise Failure(
             f"no database driver for {shown}: {one_line(exc)}; "
-            "'pip install placement-svc[postgresql]' or '[mysql]' provides "
-            "postgresql+psycopg:// and mysql+pymysql://"
+            f"'{install.extra_command(extra)}' installs one"
         ) from exc
     except sa_exc.DBAPIError as exc:
         raise Failure(f"database {shown}: {one_line(exc.orig or exc)}") from exc

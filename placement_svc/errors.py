@@ -96,9 +96,10 @@ class NotFound(PlacementError):
 class MethodNotAllowed(PlacementError):
     status = 405
 
-    def __init__(self, method: str, allowed: list[str]):
+    def __init__(self, method: str, allowed: list[str], hint: str = ""):
+        """``hint``: a sentence added when a later microversion has the method."""
         super().__init__(
-            f"The method {method} is not allowed for this resource.",
+            f"The method {method} is not allowed for this resource." + (f" {hint}" if hint else ""),
             headers={"Allow": ", ".join(allowed)},
         )
 

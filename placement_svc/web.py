@@ -12,6 +12,7 @@ from email.utils import format_datetime
 import falcon
 import jsonschema
 import orjson
+from microversion_parse import Version
 
 from placement_svc import accept, errors
 from placement_svc import microversion as mv
@@ -293,13 +294,39 @@ def as_lists(parsed: Mapping[str, str | list[str]]) -> dict[str, list[str]]:
     return {key: value if isinstance(value, list) else [value] for key, value in parsed.items()}
 
 
-def checked_query(params: dict[str, list[str]], schema: Schema | None) -> dict[str, list[str]]:
+def checked_query(
+    params: dict[str, list[str]], schema: Schema | None, hint: Callable[[], str] | None = None
+) -> dict[str, list[str]]:
+    """``params``, checked against ``schema``; a 400 otherwise, with the
+    sentence ``hint`` gives added when it gives one."""
     if schema is not None:
         last = {key: values[-1] for key, values in params.items()}
         try:
             schema.check(last)
         except jsonschema.ValidationError as exc:
+            more = hint() if hint is not None else ""
             raise errors.BadRequest(
                 f"Invalid query string parameters: {schema_problem(exc)}"
+                + (f" {more}" if more else "")
             ) from None
     return params
+
+
+def versioned_query(
+    req: falcon.Request, schema_at: Callable[[Version], Schema | None]
+) -> dict[str, list[str]]:
+    """``query`` against the schema of the request's version; a query that
+    only a later version served here takes (a parameter from 1.40, say) is
+    refused as upstream refuses it, and the refusal says which version."""
+    params = as_lists(req.params)
+    asked = version(req)
+
+    def hint() -> str:
+        last = {key: values[-1] for key, values in params.items()}
+        for minor in range(asked.minor + 1, mv.max_version(req.env).minor + 1):
+            later = schema_at(Version(asked.major, minor))
+            if later is not None and later.accepts(last):
+                return version_hint(req, Version(asked.major, minor), "This query")
+        return ""
+
+    return checked_query(params, schema_at(asked), hint)

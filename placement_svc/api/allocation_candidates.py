@@ -33,7 +33,7 @@ class AllocationCandidates:
         web.check_accept(req)
         req.context.placement.can(policies.LIST)
         version = web.version(req)
-        wanted = request.parse(web.query(req, schema.query_schema(version)), version)
+        wanted = request.parse(web.versioned_query(req, schema.query_schema), version)
         rng = random.Random() if self.conf.randomize_allocation_candidates else None
         work = partial(
             find.find_noting_empty,

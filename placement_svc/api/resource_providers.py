@@ -191,7 +191,7 @@ class ResourceProviders:
         web.check_accept(req)
         req.context.placement.can(policies.LIST)
         version = web.version(req)
-        params = web.query(req, schema.for_version(version).list_query)
+        params = web.versioned_query(req, lambda v: schema.for_version(v).list_query)
         include = _include(params)
         filters = _filters(params, version)
         with web.answering(_words, "list"):

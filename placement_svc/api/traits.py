@@ -72,7 +72,7 @@ class Traits:
         web.require_version(req, mv.TRAITS)
         web.check_accept(req)
         req.context.placement.can(policies.TRAITS_LIST)
-        filters = _filters(web.query(req, schema.for_version(web.version(req)).list_query))
+        filters = _filters(web.versioned_query(req, lambda v: schema.for_version(v).list_query))
         found = self.db.read(partial(ops.list_filtered, **filters))
         web.render(resp, {"traits": [t.name for t in found]})
         web.cache_headers(req, resp, web.newest(found))

@@ -22,7 +22,7 @@ class TotalUsages:
         project_ids = web.query(req).get("project_id") or [None]
         req.context.placement.can(policies.TOTAL_USAGES, {"project_id": project_ids[-1]})
         version = web.version(req)
-        params = web.query(req, schema.for_version(version))
+        params = web.versioned_query(req, schema.for_version)
         last = {key: values[-1] for key, values in params.items()}
         work = partial(
             ops.totals,

@@ -38,16 +38,18 @@ T = TypeVar("T")
 def normalize_url(url: str) -> str:
     """Pick an installed driver when the URL names only the database.
 
-    Operators' files say ``postgresql://`` (psycopg2) or ``mysql://``
-    (mysqlclient); when those drivers are missing and psycopg / PyMySQL are
-    present, use those instead of failing.
+    Operators' files say ``postgresql://`` or ``postgresql+psycopg2://``
+    (psycopg2), ``mysql://`` or ``mysql+mysqldb://`` (mysqlclient), as
+    upstream's oslo.db reads them; when those drivers are missing and
+    psycopg / PyMySQL are present, use those instead of failing: they speak
+    to the same servers.
     """
     parsed = make_url(url)
-    if parsed.drivername == "postgresql" and not importlib.util.find_spec("psycopg2"):
-        if importlib.util.find_spec("psycopg"):
+    if parsed.drivername in ("postgresql", "postgresql+psycopg2"):
+        if not importlib.util.find_spec("psycopg2") and importlib.util.find_spec("psycopg"):
             parsed = parsed.set(drivername="postgresql+psycopg")
-    elif parsed.drivername == "mysql" and not importlib.util.find_spec("MySQLdb"):
-        if importlib.util.find_spec("pymysql"):
+    elif parsed.drivername in ("mysql", "mysql+mysqldb"):
+        if not importlib.util.find_spec("MySQLdb") and importlib.util.find_spec("pymysql"):
             parsed = parsed.set(drivername="mysql+pymysql")
     return parsed.render_as_string(hide_password=False)
 

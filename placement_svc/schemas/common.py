@@ -37,6 +37,9 @@ class Schema(dict):
         if error is not None:
             raise error
 
+    def accepts(self, data) -> bool:
+        return self.validator.is_valid(data)
+
 
 def pick(table: Sequence[tuple[Version, T]], version: Version) -> T:
     """The entry of the last feature in ``table`` (oldest first) that

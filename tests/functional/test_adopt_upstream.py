@@ -196,8 +196,13 @@ def same_reads(first: dict, second: dict) -> None:
 
 
 def cli(*args, url: str, cwd) -> subprocess.CompletedProcess:
+    """The command, with the connection URL upstream's placement.conf has
+    (``postgresql+psycopg2://`` on PostgreSQL, a driver not installed here)."""
     conf = cwd / "placement-svc.conf"
-    conf.write_text(f"[placement_database]\nconnection = {url}\n[api]\nauth_strategy = noauth2\n")
+    connection = upstream.url_for_upstream(url)
+    conf.write_text(
+        f"[placement_database]\nconnection = {connection}\n[api]\nauth_strategy = noauth2\n"
+    )
     return subprocess.run(
         [*CLI, "--config-file", str(conf), *args],
         capture_output=True,

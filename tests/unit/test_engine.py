@@ -126,11 +126,14 @@ def test_operator_urls_get_an_installed_driver(monkeypatch):
         lambda name: object() if name in installed else None,
     )
     assert normalize_url("postgresql://u:p@h/db") == "postgresql+psycopg://u:p@h/db"
+    assert normalize_url("postgresql+psycopg2://u:p@h/db") == "postgresql+psycopg://u:p@h/db"
     assert normalize_url("mysql://u:p@h/db?charset=utf8") == "mysql+pymysql://u:p@h/db?charset=utf8"
+    assert normalize_url("mysql+mysqldb://u@h/db") == "mysql+pymysql://u@h/db"
     assert normalize_url("mysql+pymysql://u@h/db") == "mysql+pymysql://u@h/db"
     assert normalize_url("sqlite:///x.db") == "sqlite:///x.db"
     installed.add("psycopg2")
     assert normalize_url("postgresql://u:p@h/db") == "postgresql://u:p@h/db"
+    assert normalize_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2://u@h/db"
 
 
 def test_a_value_the_database_refuses_is_reported_as_unstorable(tmp_path):
