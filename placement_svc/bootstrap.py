@@ -107,7 +107,7 @@ def database_errors(url: str):
         extra = "mysql" if url.startswith("mysql") else "postgresql"
         raise Failure(
             f"no database driver for {shown}: {one_line(exc)}; "
-            f"'{install.extra_command(extra)}' installs one"
+            f"{install.extra_command(extra)} installs one"
         ) from exc
     except sa_exc.DBAPIError as exc:
         raise Failure(f"database {shown}: {one_line(exc.orig or exc)}") from exc
