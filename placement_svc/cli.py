@@ -41,10 +41,11 @@ import socket
 import sys
 import tempfile
 
+from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers.sync import SyncWorker
 
-from placement_svc import candidates_commands, metrics, policy, runtime, status
+from placement_svc import candidates_commands, logs, metrics, policy, runtime, status
 from placement_svc.bootstrap import (
     LOG_FORMAT,
     PROG,
@@ -123,7 +124,7 @@ def serve(conf, args) -> None:
         # is off: the application's (middleware.MAX_URL_LENGTH) answers a
         # longer URL with a JSON 414, and lets a bulk read name 1000 uuids.
         "limit_request_line": 0,
-        "logconfig_dict": logging_config(args),
+        "logger_class": _GunicornLogs,
         "child_exit": _worker_exited,
     }
     if metrics_listen:
@@ -135,6 +136,19 @@ def serve(conf, args) -> None:
 
         options["when_ready"] = serve_metrics
     _Gunicorn(conf, args.prefix, options).run()
+
+
+class _GunicornLogs(glogging.Logger):
+    """gunicorn's own lines (listening, workers booting and exiting) through
+    the root logger, which logs.setup configured from [DEFAULT]: gunicorn
+    keeps no handlers of its own and leaves the root alone."""
+
+    def setup(self, cfg) -> None:
+        self.error_log.handlers.clear()
+        self.error_log.propagate = True
+        self.error_log.setLevel(logging.INFO)
+        self.access_log.handlers.clear()
+        self.access_log.propagate = False  # placement_svc.requests has every request
 
 
 def _config_bind(value: str, option: str) -> str:
@@ -512,6 +526,9 @@ def main(argv=None) -> int:
     logging.config.dictConfig(logging_config(args))
     try:
         conf = load_conf(args.config_files, args.config_dir)
+        if args.debug:
+            conf.set_override("debug", True)
+        logs.setup(conf, args.log_level)
         args.func(conf, args)
     except Failure as exc:
         return _fail(args, str(exc))

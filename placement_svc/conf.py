@@ -8,6 +8,7 @@ sets them still loads) and say so in their help.
 from __future__ import annotations
 
 from oslo_config import cfg
+from oslo_log import log as oslo_log
 from oslo_middleware import cors, http_proxy_to_wsgi
 from oslo_middleware.healthcheck import opts as healthcheck_opts
 from oslo_policy import opts as policy_opts
@@ -256,6 +257,10 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     # [oslo_policy] (policy_file = policy.yaml, enforce_new_defaults, ...):
     # oslo.policy's own options and defaults, registered as upstream does.
     policy_opts.set_defaults(conf)
+    # [DEFAULT] debug, log_file, log_dir, use_syslog, use_journal, use_json,
+    # log_config_append, the format strings...: oslo.log's, as every
+    # OpenStack service has them (logs.py sets the logging up from them).
+    oslo_log.register_options(conf)
 
 
 def list_opts():

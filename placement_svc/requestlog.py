@@ -14,7 +14,11 @@ Content-Length.
 
 The request id is handed out here, before any other layer runs, so every
 answer carries ``x-openstack-request-id`` (a CORS preflight or a keystone 401
-included) and the falcon plumbing inside reuses the same id. The proxy's
+included) and the falcon plumbing inside reuses the same id. A well-formed
+``X-OpenStack-Request-ID`` the caller sent (``req-<uuid>``, nova's own) is
+the global request id, as oslo.middleware's RequestId has it: the line's
+context (oslo.log's ``[%(global_request_id)s %(request_id)s ...]``) shows it
+beside the local one; the answer carries the local one, as upstream's does. The proxy's
 headers are applied next ([oslo_middleware] enable_proxy_headers_parsing),
 as upstream applies them before its request log, so the address in both
 lines is the client's. Whatever any layer inside raises becomes a JSON 500
@@ -24,11 +28,14 @@ lines is the client's. Whatever any layer inside raises becomes a JSON 500
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 import uuid
 
+from oslo_context import context as oslo_context
 from oslo_middleware import http_proxy_to_wsgi
+from oslo_middleware import request_id as request_id_middleware
 
 from placement_svc import guard, streaming
 from placement_svc.context import RequestContext
@@ -51,6 +58,11 @@ class RequestLog:
         started = time.perf_counter()
         request_id = environ.get(ENV_REQUEST_ID) or f"req-{uuid.uuid4()}"
         environ[ENV_REQUEST_ID] = request_id
+        # The caller's own id (nova's, say) is the global one, as oslo.middleware's
+        # RequestId takes it: only a well-formed one. The answer carries ours.
+        inbound = environ.get("HTTP_X_OPENSTACK_REQUEST_ID", "")
+        if re.match(request_id_middleware.ID_FORMAT, inbound):
+            environ[request_id_middleware.GLOBAL_REQ_ID] = inbound
         answer = {}
 
         def record_status(status, headers, exc_info=None):
@@ -86,6 +98,15 @@ class RequestLog:
         return self.application(environ, start_response)
 
 
+class _Logged(oslo_context.RequestContext):
+    """The context of one request's line, for oslo.log's formatters alone:
+    never the thread's current context (oslo.context makes the first one it
+    meets current, which would tag the process's later lines with it)."""
+
+    def update_store(self) -> None:
+        pass
+
+
 def _remote(environ) -> str:
     return environ.get("REMOTE_ADDR") or "-"
 
@@ -101,6 +122,14 @@ def _write(environ, answer: dict, elapsed: float) -> None:
     # The caller as the request context sees it: the headers the auth layer left.
     caller = RequestContext.from_environ(environ, environ[ENV_REQUEST_ID])
     version = environ.get(ENV_MICROVERSION)
+    # What oslo.log's context format shows in [...]: the global and local
+    # request ids, the user and project.
+    logged = _Logged(
+        request_id=environ[ENV_REQUEST_ID],
+        global_request_id=environ.get(request_id_middleware.GLOBAL_REQ_ID),
+        user_id=caller.user_id,
+        project_id=caller.project_id,
+    )
     LOG.info(
         LINE,
         _remote(environ),
@@ -113,4 +142,5 @@ def _write(environ, answer: dict, elapsed: float) -> None:
         environ[ENV_REQUEST_ID],
         caller.user_id or "-",
         caller.project_id or "-",
+        extra={"context": logged},
     )

@@ -10,8 +10,8 @@ The schema must be at the latest revision ('placement-svc db sync'), unless
 [placement_database] sync_on_startup is true; the standard resource classes
 and traits are added at import, as upstream does at start. Each process that
 imports this module builds its own application and database engine. When
-the server has not configured Python logging, the request log and warnings
-go to stderr at INFO in the format ``placement-svc serve`` uses.
+the server has not configured Python logging, the [DEFAULT] logging options
+(oslo.log's) set it up, as for ``placement-svc serve`` (logs.py).
 
 What ``placement-svc serve`` refuses (a bad configuration, keystone without
 an auth plugin, an out-of-date schema) fails the import with the same one
@@ -20,7 +20,7 @@ line as the exception's message, and no chain of causes behind it.
 
 import logging
 
-from placement_svc import bootstrap, runtime
+from placement_svc import bootstrap, logs, runtime
 
 
 class RefusedToStart(RuntimeError):
@@ -28,11 +28,14 @@ class RefusedToStart(RuntimeError):
 
 
 def init_application():
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format=bootstrap.LOG_FORMAT)
-        logging.getLogger("alembic").setLevel(logging.WARNING)
+    # Whether the server left logging to us, asked before reading the
+    # configuration: a library's module-level logging.warning() on the way
+    # would give the root a handler of its own (logging.basicConfig's).
+    ours = not logging.getLogger().handlers
     try:
         conf = bootstrap.load_conf(default_files=bootstrap.wsgi_config_files())
+        if ours:
+            logs.setup(conf)
         bootstrap.check_front_door(conf)
         bootstrap.prepare_database(conf, create_if_empty=False, wait=True)
         app = bootstrap.build_app(conf)

@@ -235,7 +235,7 @@ def test_a_stopped_database_is_503_then_the_same_workers_answer_again(postgresql
         warnings = log.warnings_since_mark()
         assert len(warnings) == len(OUTAGE_REQUESTS), "\n".join(warnings)
         for warning in warnings:
-            assert "placement_svc.db.engine gave up on the database" in warning
+            assert " WARNING placement_svc.db.engine [-] gave up on the database" in warning
             assert "the database cannot be reached" in warning
         logged = request_pids(log.since_mark())
         for answer in answers:
