@@ -12,6 +12,7 @@ as ``postgresql+psycopg2://`` where ours says ``postgresql+psycopg://``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pathlib
 import socket
@@ -31,26 +32,20 @@ PACKAGES = (f"openstack-placement=={VERSION}", "gunicorn", "psycopg2-binary", "P
 
 
 def venv() -> pathlib.Path:
-    """The virtualenv's directory, made or completed first if need be."""
+    """The virtualenv's directory, made or completed first if need be (by
+    one test process at a time: pytest-xdist's workers may all ask at once)."""
     python = VENV / "bin" / "python"
     ready = VENV / f".ready-{VERSION}"
-    if not ready.exists():
-        if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                *PACKAGES,
-            ],
-            check=True,
-            timeout=900,
-        )
-        ready.touch()
+    if ready.exists():
+        return VENV
+    with open(ROOT / ".upstream-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready.exists():
+            if not python.exists():
+                subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+            pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+            subprocess.run([*pip, *PACKAGES], check=True, timeout=900)
+            ready.touch()
     return VENV
 
 
