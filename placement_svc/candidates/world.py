@@ -262,9 +262,14 @@ class Worlds:
 
     def current(self, conn: Connection) -> World:
         """The shape of the cloud as this transaction sees it: the kept one
-        when the generation has not moved, else read now (and kept, if it is
-        the newest and not of this transaction's own uncommitted changes:
-        rolled back, its generation would come again with other changes)."""
+        when the generation is the kept one's, else read now and kept (but
+        not of this transaction's own uncommitted changes: rolled back, its
+        generation would come again with other changes). The last read is
+        kept, not the highest generation: a database restored from a backup
+        goes back to lower ones, and an older snapshot's world kept by a
+        slower reader costs one more read, never a wrong answer (worlds are
+        used only at their own generation, and random steps keep two
+        histories from sharing one; see db/engine.py)."""
         mine = changed_world(conn)  # this transaction's own changes: not for others
         seen = generation(conn)
         kept = self._world
@@ -279,12 +284,7 @@ class Worlds:
         world = load(conn, seen)
         with self._lock:
             self.loads += 1
-            kept = self._world
-            if (
-                not mine
-                and seen is not None
-                and (kept is None or kept.generation is None or kept.generation <= seen)
-            ):
+            if not mine and seen is not None:
                 self._world = world
         return world
 

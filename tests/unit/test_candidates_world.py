@@ -96,7 +96,8 @@ def add_provider(conn, name: str) -> int:
     return pid
 
 
-def test_the_generation_goes_up_once_per_transaction_that_changes_the_shape(engine):
+def test_the_generation_goes_up_once_per_transaction_that_changes_the_shape(engine, monkeypatch):
+    monkeypatch.setattr(db_engine, "_MAX_STEP", 1)  # steps of one, to count them
     with engine.begin() as conn:
         pid = add_provider(conn, "a")
         add_provider(conn, "b")
@@ -136,6 +137,55 @@ def test_a_kept_world_is_used_until_the_generation_moves(engine, monkeypatch):
     with engine.connect() as conn:
         worlds.current(conn)
     assert worlds.loads == 3
+
+
+def test_the_generation_moves_by_a_random_step(engine):
+    """Two databases that go through as many changes end at other values."""
+    steps = set()
+    for name in "abcdefgh":
+        before = generation(engine)
+        with engine.begin() as conn:
+            add_provider(conn, name)
+        steps.add(generation(engine) - before)
+    assert min(steps) >= 1 and max(steps) <= db_engine._MAX_STEP
+    assert len(steps) > 1
+
+
+def test_a_database_made_again_with_as_many_changes_is_read_again(tmp_path):
+    """A process keeps the world of a database that is then dropped and made
+    again: as many changes later, its generation is another value, so the
+    process reads the new shape instead of keeping the old one."""
+    path = tmp_path / "again.db"
+    worlds = world.Worlds()
+    for name in ("first", "second"):
+        engine = db_engine.create_engine(f"sqlite:///{path}")
+        tables.metadata.create_all(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.insert(tables.resource_classes).values(id=0, name="VCPU"))
+            conn.execute(sa.insert(tables.world_generation).values(id=1, generation=0))
+        with engine.begin() as conn:
+            pid = add_provider(conn, name)
+        with engine.connect() as conn:
+            kept = worlds.current(conn)
+        assert [p.uuid for p in kept.providers.values()] == [name]
+        assert kept.providers[pid].uuid == name
+        engine.dispose()
+        path.unlink()
+    assert worlds.loads == 2
+
+
+def test_a_database_restored_to_a_lower_generation_is_kept_again(engine):
+    worlds = world.Worlds()
+    with engine.begin() as conn:
+        add_provider(conn, "a")
+    with engine.connect() as conn:
+        worlds.current(conn)
+    with engine.begin() as conn:  # as a backup taken before the change would have it
+        conn.execute(sa.update(tables.world_generation).values(generation=0))
+    for _ in range(3):
+        with engine.connect() as conn:
+            worlds.current(conn)
+    assert worlds.loads == 2  # read once at the restored generation, then kept
 
 
 def test_without_a_generation_row_the_world_is_read_every_time(engine):
