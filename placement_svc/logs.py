@@ -10,11 +10,13 @@ prints an answer (``db sync``) logs only warnings unless ``debug`` is set.
 
 A request's line (requestlog.py) carries its context: the global request id
 (a well-formed ``X-OpenStack-Request-ID`` that came with it) and the local
-one, and the user and project, in the ``[...]`` of the context format.
+one, and the user and project, in the ``[...]`` of the context format; any
+other line logged while the request is answered carries its two ids.
 """
 
 from __future__ import annotations
 
+import contextvars
 import importlib.metadata
 import logging
 import sys
@@ -23,6 +25,20 @@ from oslo_config import cfg
 from oslo_log import log as oslo_log
 
 PROJECT = "placement"
+# The request being answered (requestlog.py sets it): its ids for every line
+# logged meanwhile, in the [...] of oslo.log's context format.
+CURRENT: contextvars.ContextVar = contextvars.ContextVar("placement_request", default=None)
+
+
+class _RequestContext(logging.Filter):
+    """Gives a record without a context of its own the current request's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "context" not in record.__dict__:
+            current = CURRENT.get()
+            if current is not None:
+                record.context = current
+        return True
 
 
 def setup(conf: cfg.ConfigOpts, level: int = logging.INFO) -> None:
@@ -33,9 +49,11 @@ def setup(conf: cfg.ConfigOpts, level: int = logging.INFO) -> None:
     # oslo.log would log uncaught exceptions itself; a refusal to start
     # (wsgi.RefusedToStart) must end, as Python ends it, with its one line.
     sys.excepthook = hook
+    root = logging.getLogger()
+    for handler in root.handlers:
+        handler.addFilter(_RequestContext())
     if conf.log_config_append:
         return
-    root = logging.getLogger()
     for handler in root.handlers:
         if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
             handler.setStream(sys.stderr)

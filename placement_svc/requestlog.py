@@ -37,12 +37,13 @@ from oslo_context import context as oslo_context
 from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id as request_id_middleware
 
-from placement_svc import guard, streaming
+from placement_svc import guard, logs, streaming
 from placement_svc.context import RequestContext
 from placement_svc.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
 
 LOG = logging.getLogger("placement_svc.requests")
 REQUEST_ID_HEADER = "x-openstack-request-id"
+GLOBAL = request_id_middleware.GLOBAL_REQ_ID  # the environ key of the global request id
 LINE = (
     '%s "%s %s" status: %s len: %s microversion: %s time: %.4fs request_id: %s user: %s project: %s'
 )
@@ -62,7 +63,17 @@ class RequestLog:
         # RequestId takes it: only a well-formed one. The answer carries ours.
         inbound = environ.get("HTTP_X_OPENSTACK_REQUEST_ID", "")
         if re.match(request_id_middleware.ID_FORMAT, inbound):
-            environ[request_id_middleware.GLOBAL_REQ_ID] = inbound
+            environ[GLOBAL] = inbound
+        # Every line logged while answering carries the two ids.
+        current = logs.CURRENT.set(
+            _Logged(request_id=request_id, global_request_id=environ.get(GLOBAL))
+        )
+        try:
+            return self._answer(environ, start_response, started, request_id)
+        finally:
+            logs.CURRENT.reset(current)
+
+    def _answer(self, environ, start_response, started: float, request_id: str):
         answer = {}
 
         def record_status(status, headers, exc_info=None):
@@ -126,7 +137,7 @@ def _write(environ, answer: dict, elapsed: float) -> None:
     # request ids, the user and project.
     logged = _Logged(
         request_id=environ[ENV_REQUEST_ID],
-        global_request_id=environ.get(request_id_middleware.GLOBAL_REQ_ID),
+        global_request_id=environ.get(GLOBAL),
         user_id=caller.user_id,
         project_id=caller.project_id,
     )

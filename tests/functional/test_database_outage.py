@@ -45,6 +45,9 @@ CANNOT_BE_REACHED = "The database cannot be reached; please retry later."
 POOL_TIMEOUT = "No database connection came free in time; please retry later."
 # The process id, the fourth field of every log line (bootstrap.LOG_FORMAT).
 BOOTED = re.compile(r"Booting worker with pid: (\d+)")
+WARNED = re.compile(
+    r" WARNING placement_svc\.db\.engine \[None (req-\S+) [- ]+\] gave up on the database"
+)
 REQUEST_LINE = re.compile(r"^\S+ \S+ (\d+) INFO placement_svc\.requests .* request_id: (\S+)")
 
 
@@ -234,9 +237,14 @@ def test_a_stopped_database_is_503_then_the_same_workers_answer_again(postgresql
         time.sleep(0.2)
         warnings = log.warnings_since_mark()
         assert len(warnings) == len(OUTAGE_REQUESTS), "\n".join(warnings)
+        warned = set()
         for warning in warnings:
-            assert " WARNING placement_svc.db.engine [-] gave up on the database" in warning
+            # each request's warning carries its request id (oslo.log's context)
+            said = WARNED.search(warning)
+            assert said, warning
+            warned.add(said.group(1))
             assert "the database cannot be reached" in warning
+        assert warned == {answer.headers["x-openstack-request-id"] for answer in answers}
         logged = request_pids(log.since_mark())
         for answer in answers:
             assert answer.headers["x-openstack-request-id"] in logged

@@ -64,3 +64,32 @@ def test_the_context_format_string_shows_both_request_ids(tmp_path, restore_logg
     logging.getLogger("placement_svc.requests").info("no context")
     assert log_file.read_text().splitlines()[-2] == "CTX req-global req-local the line"
     assert log_file.read_text().splitlines()[-1].endswith(" [-] no context")
+
+
+def test_a_line_logged_while_a_request_is_answered_carries_its_ids(tmp_path, restore_logging):
+    log_file = tmp_path / "p.log"
+    conf = conf_with(tmp_path, f"log_file = {log_file}\n")
+    logs.setup(conf)
+
+    def application(environ, start_response):
+        logging.getLogger("placement_svc.db.engine").warning("inside")
+        start_response("200 OK", [("Content-Length", "0")])
+        return [b""]
+
+    wrapped = requestlog.RequestLog(application, conf)
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/",
+        "HTTP_X_OPENSTACK_REQUEST_ID": "req-12345678-1234-4abc-8def-123456789abc",
+        "wsgi.url_scheme": "http",
+        "SERVER_NAME": "p",
+        "SERVER_PORT": "80",
+    }
+    headers = {}
+    wrapped(environ, lambda status, sent, exc_info=None: headers.update(sent))
+    logging.getLogger("placement_svc.db.engine").warning("after")
+    local = headers["x-openstack-request-id"]
+    lines = log_file.read_text().splitlines()
+    inside = next(line for line in lines if line.endswith(" inside"))
+    assert f"[req-12345678-1234-4abc-8def-123456789abc {local} - - - - - -] inside" in inside
+    assert lines[-1].endswith(" WARNING placement_svc.db.engine [-] after")
