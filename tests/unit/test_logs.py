@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 
+import oslo_context.context
 import pytest
 from oslo_log import handlers as oslo_handlers
 
@@ -14,7 +15,10 @@ from placement_svc import logs, requestlog
 
 
 @pytest.fixture
-def restore_logging():
+def restore_logging(monkeypatch):
+    # No thread-current oslo.context context left by another test in this
+    # process (oslo.context makes the first one made current): none here.
+    monkeypatch.setattr(oslo_context.context, "get_current", lambda: None)
     root = logging.getLogger()
     kept, level = list(root.handlers), root.level
     yield
