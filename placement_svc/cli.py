@@ -499,7 +499,9 @@ def _add_policy_commands(commands) -> None:
 
 
 def logging_config(args) -> dict:
-    """One handler on stderr for everything, gunicorn's loggers included."""
+    """Logging until the configuration is read (a bad file's error, say):
+    one handler on stderr. logs.setup then sets it up from [DEFAULT], and
+    gunicorn logs through the root (_GunicornLogs)."""
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -515,8 +517,6 @@ def logging_config(args) -> dict:
         "loggers": {
             "placement_svc": {"level": "DEBUG" if args.debug else "NOTSET"},
             "alembic": {"level": "WARNING"},
-            "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True},
-            "gunicorn.access": {"level": "INFO", "handlers": [], "propagate": False},
         },
     }
 
