@@ -5,10 +5,10 @@ providers and their trees, every inventory, the traits, the aggregates, the
 sharing providers and whom they share with. That changes rarely; usages
 change with every claim. A World is the whole shape as plain data, read in
 a fixed number of statements; ``Worlds`` keeps the newest one per engine
-and reads it again only when the world generation has moved: one row,
-increased in every transaction that changes the shape (db/engine.py,
-tables.changes_world), read in the request's own transaction. Usages are
-always read fresh (search.py).
+and reads it again only when the world generation has moved: the sum of
+the rows triggers move in every statement that changes the shape, whoever
+writes it (db/shape_changes.py), read in the request's own transaction.
+Usages are always read fresh (search.py).
 
 A World is shared by the requests of a process at once: nothing may change
 it after ``load``.
@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from placement_svc.candidates.model import Provider, Room
-from placement_svc.db import tables
+from placement_svc.db import shape_changes, tables
 from placement_svc.db.engine import changed_world
 
 T = TypeVar("T")
@@ -39,7 +39,6 @@ RC = tables.resource_classes
 RPT = tables.resource_provider_traits
 RPA = tables.resource_provider_aggregates
 AGG = tables.placement_aggregates
-GENERATION = tables.world_generation
 # An inventory as the search reads it, in this order.
 INVENTORY_COLUMNS = (
     INV.c.resource_provider_id,
@@ -244,12 +243,9 @@ def interned(names_of: dict[int, list[str]], providers: Iterable[int]) -> dict[i
 
 
 def generation(conn: Connection) -> int | None:
-    """The world generation in this transaction; None without its row."""
-    return conn.execute(_GENERATION).scalar()
-
-
-# Read by every candidates request: built once.
-_GENERATION = sa.select(GENERATION.c.generation).where(GENERATION.c.id == 1)
+    """The world generation in this transaction; None without its rows."""
+    found = conn.execute(shape_changes.SUM).scalar()
+    return None if found is None else int(found)
 
 
 class Worlds:
@@ -269,7 +265,7 @@ class Worlds:
         goes back to lower ones, and an older snapshot's world kept by a
         slower reader costs one more read, never a wrong answer (worlds are
         used only at their own generation, and random steps keep two
-        histories from sharing one; see db/engine.py)."""
+        histories from sharing one; see db/shape_changes.py)."""
         mine = changed_world(conn)  # this transaction's own changes: not for others
         seen = generation(conn)
         kept = self._world

@@ -3,11 +3,13 @@
 Upstream's schema is this service's in all that its code reads and writes:
 the same tables, columns, names and ids (standard resource classes numbered
 by their place in os-resource-classes' list, custom ones from 10000). What
-differs is bookkeeping: upstream's alembic revisions, a few indexes, and the
-one table of placement-svc's own, ``world_generation``. So adoption changes
+differs is bookkeeping: upstream's alembic revisions, a few indexes, and
+placement-svc's own table ``world_changes`` with the triggers that count
+changes to the cloud's shape in it (shape_changes.py). So adoption changes
 no row of the cloud: it brings an older upstream schema up to upstream's
 newest (the consumer types table of 1.38, the redundant indexes dropped),
-adds placement-svc's index and table, and records placement-svc's revision.
+adds placement-svc's index, and records placement-svc's first revision;
+``db sync`` goes on from there to add the table and the triggers.
 Handing back undoes the bookkeeping: upstream 16.0.0 then finds its own
 newest revision and serves the database as it would one it made.
 
@@ -26,7 +28,7 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from sqlalchemy.engine import Connection, Engine
 
-from placement_svc.db import tables
+from placement_svc.db import shape_changes, tables
 
 # Upstream's alembic revisions, oldest first (openstack-placement 1.0.0, Stein,
 # to 16.0.0): the initial schema, two data checks, consumer types, and the
@@ -70,7 +72,9 @@ UPSTREAM_INDEXES = (
         ("resource_provider_id", "trait_id"),
     ),
 )
-OWN_TABLES = (tables.world_generation,)
+# placement-svc's own tables, newest revision first (world_generation was
+# revision 0002's).
+OWN_TABLES = ("world_changes", "world_generation")
 
 
 class NotAdoptable(Exception):
@@ -167,9 +171,14 @@ def hand_back(engine: Engine, our_head: str) -> list[str]:
         present = set(sa.inspect(conn).get_table_names())
         dropped = []
         for table in OWN_TABLES:
-            if table.name in present:
-                ops.drop_table(table.name)
-                dropped.append(table.name)
+            if table not in present:
+                continue
+            if table == shape_changes.TABLE:
+                # The triggers first: upstream's writes would move a table
+                # that is no longer there.
+                shape_changes.drop(conn)
+            ops.drop_table(table)
+            dropped.append(f"{table} and its triggers" if table == shape_changes.TABLE else table)
         _create_missing(ops, _indexes(conn), UPSTREAM_INDEXES)
         _stamp(conn, UPSTREAM_HEAD)
     return dropped

@@ -89,7 +89,7 @@ def create_engine(url: str, db_conf: Any = None) -> Engine:
     engine = sa.create_engine(url, **kwargs)
     if greeting_bounded:
         event.listen(engine, "connect", _handshake_only, insert=True)
-    count_world_changes(engine)
+    note_world_changes(engine)
     not_ready_is_a_disconnect(engine)
     if backend == "mysql":
         sql_mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
@@ -138,7 +138,7 @@ def _sqlite_engine(url: str, db_conf: Any) -> Engine:
         # One connection per thread; SQLite files are opened cheaply.
         poolclass=sa.pool.QueuePool if ":memory:" not in url else sa.pool.StaticPool,
     )
-    count_world_changes(engine)
+    note_world_changes(engine)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -159,37 +159,24 @@ def _sqlite_engine(url: str, db_conf: Any) -> Engine:
     return engine
 
 
-_COUNTED = "world_generation_counted"
-# A random step, not one: the generation then names one history of the
-# shape, not a count of changes. A database dropped and made again, or
-# restored from a backup, comes back through other values than a process
-# has kept (two histories meet again with odds of 1 in 2**20 a change).
-_BUMP = (
-    sa.update(tables.world_generation)
-    .where(tables.world_generation.c.id == 1)
-    .values(generation=tables.world_generation.c.generation + sa.bindparam("step"))
-)
-_MAX_STEP = 2**20
+_CHANGED = "world_changed"
 
 
-def count_world_changes(engine: Engine) -> None:
-    """Add one to the world generation in every transaction that changes the
-    shape of the cloud (tables.changes_world), once per transaction, right
-    after its first such statement: whatever writes (the API, a test, a bench
-    loading rows), whoever reads the generation next knows the shape moved.
-    A savepoint rolled back may have taken the increment with it: the next
-    change counts again."""
+def note_world_changes(engine: Engine) -> None:
+    """Note on the connection, at its first statement that may change the
+    shape of the cloud (tables.changes_world), that its transaction has: what
+    it reads of the shape before committing is its own, not for others. (The
+    database itself counts the change, with triggers: shape_changes.py.)
+    A savepoint rolled back forgets nothing: one more read of the shape."""
 
     @event.listens_for(engine, "after_execute")
     def _after(conn: Connection, stmt: Any, multiparams: Any, params: Any, *_rest: Any) -> None:
         if (
             isinstance(stmt, sa.sql.dml.UpdateBase)
-            and stmt.table is not tables.world_generation
-            and not conn.info.get(_COUNTED)
+            and not conn.info.get(_CHANGED)
             and tables.changes_world(stmt, multiparams, params)
         ):
-            conn.info[_COUNTED] = True
-            conn.execute(_BUMP, {"step": random.randint(1, _MAX_STEP)})
+            conn.info[_CHANGED] = True
 
     def _forget(conn: Connection, *_args: Any) -> None:
         # A connection lost mid-transaction is rolled back with no DBAPI
@@ -198,16 +185,16 @@ def count_world_changes(engine: Engine) -> None:
         # reason to run the transaction again) and need not be: the next
         # transaction's "begin" forgets.
         if not conn.invalidated:
-            conn.info[_COUNTED] = False
+            conn.info[_CHANGED] = False
 
-    for name in ("begin", "commit", "rollback", "rollback_savepoint"):
+    for name in ("begin", "commit", "rollback"):
         event.listen(engine, name, _forget)
 
 
 def changed_world(conn: Connection) -> bool:
     """Whether this connection's transaction has changed the shape of the
     cloud (and not committed yet): what it reads of it is its own."""
-    return bool(conn.info.get(_COUNTED))
+    return bool(conn.info.get(_CHANGED))
 
 
 # Why a transaction is run again: deadlock, serialization, lock (a lock wait

@@ -222,15 +222,16 @@ resource_provider_traits = Table(
     **_MYSQL,
 )
 
-# placement-svc's own: one row whose generation goes up in every transaction
-# that changes what GET /allocation_candidates reads of the cloud's shape (see
-# changes_world). A process keeps that shape between requests and reads it
-# again only when this number has moved (candidates/world.py).
-world_generation = Table(
-    "world_generation",
+# placement-svc's own: the world generation is the sum of these rows, which
+# triggers on the shape's tables move in every statement that changes what
+# GET /allocation_candidates reads of the cloud's shape, whoever writes (see
+# shape_changes.py). A process keeps that shape between requests and reads
+# it again only when the sum has moved (candidates/world.py).
+world_changes = Table(
+    "world_changes",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("generation", BigInteger, nullable=False, default=0),
+    Column("stripe", Integer, primary_key=True, autoincrement=False),
+    Column("generation", BigInteger, nullable=False),
     **_MYSQL,
 )
 

@@ -248,7 +248,7 @@ def test_upstream_database_adopted_served_and_handed_back(backend, tmp_path):
         back = cli("db", "hand-back", url=url, cwd=tmp_path)
         assert back.returncode == 0, back.stderr
         assert "schema revision a082b8bb98d0" in back.stdout
-        assert "Dropped world_generation" in back.stdout
+        assert "Dropped world_changes and its triggers" in back.stdout
         with upstream.serving(url, tmp_path) as base, client(base) as http:
             same_reads(served, reads(http))
         # ... and taken over once more
@@ -354,7 +354,7 @@ def test_what_cannot_be_adopted_is_refused_in_one_line_untouched(backend, tmp_pa
                 "upstream's; nothing was changed"
             ]
             assert migration.current(engine) == adoption.UPSTREAM_HEAD
-            assert "world_generation" not in sa.inspect(engine).get_table_names()
+            assert "world_changes" not in sa.inspect(engine).get_table_names()
         finally:
             engine.dispose()
 

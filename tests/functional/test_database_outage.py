@@ -180,12 +180,12 @@ def backend_waiting_on_a_lock(postgresql, database: str):
         engine.dispose()
 
 
-def hold_world_generation(conn) -> None:
-    """Every write that changes the cloud's shape ends by counting it in
-    world_generation: with its row locked such a write has made its changes
-    and waits, in flight, before it can commit."""
+def hold_world_changes(conn) -> None:
+    """A trigger counts every statement that changes the cloud's shape in a
+    row of world_changes: with all its rows locked a provider's creation has
+    made its row and waits, in flight, before it can go on."""
     conn.exec_driver_sql("BEGIN")
-    conn.exec_driver_sql("SELECT generation FROM world_generation WHERE id = 1 FOR UPDATE")
+    conn.exec_driver_sql("SELECT generation FROM world_changes FOR UPDATE")
 
 
 def providers_named(base: str, name: str) -> list:
@@ -275,7 +275,7 @@ def test_a_write_whose_connection_is_terminated_runs_again_once(postgresql, serv
     base, log = server
     name = f"retried-{uuid.uuid4().hex[:8]}"
     with backend_waiting_on_a_lock(postgresql, "placement") as (conn, waiter):
-        hold_world_generation(conn)
+        hold_world_changes(conn)
         log.set_mark()
         thread, result = in_thread(call, "POST", f"{base}/resource_providers", {"name": name})
         first = waiter()
@@ -296,7 +296,7 @@ def test_a_write_in_flight_when_the_database_stops_is_503_and_left_nothing(
     base, log = server
     name = f"lost-{mode}-{uuid.uuid4().hex[:8]}"
     with backend_waiting_on_a_lock(postgresql, "placement") as (conn, waiter):
-        hold_world_generation(conn)
+        hold_world_changes(conn)
         log.set_mark()
         thread, result = in_thread(call, "POST", f"{base}/resource_providers", {"name": name})
         waiter()

@@ -1,13 +1,16 @@
 """The shape of the cloud a process keeps (candidates/world.py), the world
-generation that says when to read it again (db/engine.py, tables.py), and
+generation that says when to read it again (db/shape_changes.py: triggers,
+here SQLite's; tests/functional/test_shape_changes.py has the others), and
 the search of the first anchors only (search.window / search.searched).
 
-What is proven: which statements change the shape (inventories, traits and
-aggregates of providers, providers created, deleted or moved; not a claim's
-generation bump nor a rename); the generation goes up once per transaction
-that changes the shape, not for a rolled-back one nor a claim; a kept World
-is used while the generation stands, read again when it moves, when it is
-older than MAX_AGE, and always without a generation row; and, on random
+What is proven: which statements a transaction notes as changing the shape
+(inventories, traits and aggregates of providers, providers created,
+deleted or moved; not a claim's generation bump nor a rename); the
+triggers move the generation in every statement that changes the shape,
+written through SQLAlchemy or in SQL by hand, not for a rolled-back one nor
+a claim nor a rename; a kept World is used while the generation stands,
+read again when it moves, when it is older than MAX_AGE, and always
+without the generation's rows; and, on random
 hand-built worlds, a search of the first N anchors walks into a prefix of
 the whole answer, its anchors a prefix of the whole search's, equal to it
 once N covers every anchor.
@@ -24,7 +27,7 @@ import sqlalchemy as sa
 from placement_svc.candidates import merge, search, world
 from placement_svc.candidates.model import Provider
 from placement_svc.db import engine as db_engine
-from placement_svc.db import tables
+from placement_svc.db import shape_changes, tables
 from tests.unit.test_candidates_merge import World, ask, random_room
 
 RP = tables.resource_providers
@@ -68,13 +71,21 @@ def test_an_update_of_providers_named_by_parameters_only_is_judged_by_them():
     assert tables.changes_world(sa.update(RP).where(RP.c.id == sa.bindparam("b_id")), [{"b_id": 1}])
 
 
-@pytest.fixture
-def engine(tmp_path):
-    engine = db_engine.create_engine(f"sqlite:///{tmp_path}/world.db")
+def shaped(path) -> sa.engine.Engine:
+    """A database of our tables with the triggers that count shape changes
+    (what revision 0003 makes, without running the migrations)."""
+    engine = db_engine.create_engine(f"sqlite:///{path}")
     tables.metadata.create_all(engine)
     with engine.begin() as conn:
         conn.execute(sa.insert(tables.resource_classes).values(id=0, name="VCPU"))
-        conn.execute(sa.insert(tables.world_generation).values(id=1, generation=0))
+        conn.execute(sa.insert(tables.world_changes), shape_changes.initial_rows())
+        shape_changes.create(conn)
+    return engine
+
+
+@pytest.fixture
+def engine(tmp_path):
+    engine = shaped(tmp_path / "world.db")
     yield engine
     engine.dispose()
 
@@ -96,27 +107,33 @@ def add_provider(conn, name: str) -> int:
     return pid
 
 
-def test_the_generation_goes_up_once_per_transaction_that_changes_the_shape(engine, monkeypatch):
-    monkeypatch.setattr(db_engine, "_MAX_STEP", 1)  # steps of one, to count them
+def test_the_generation_moves_with_every_change_of_the_shape_and_only_then(engine):
     with engine.begin() as conn:
         pid = add_provider(conn, "a")
         add_provider(conn, "b")
-    assert generation(engine) == 1
+    seen = generation(engine)
     with engine.begin() as conn:  # a claim's generation bump, a rename
         conn.execute(sa.update(RP).where(RP.c.id == pid).values(generation=RP.c.generation + 1))
         conn.execute(sa.update(RP).where(RP.c.id == pid).values(name="renamed"))
-    assert generation(engine) == 1
+        conn.execute(sa.update(RP).where(RP.c.id == pid).values(root_provider_id=pid))  # as it was
+    assert generation(engine) == seen
     with pytest.raises(RuntimeError), engine.begin() as conn:
         conn.execute(sa.delete(INV).where(INV.c.resource_provider_id == pid))
+        assert db_engine.changed_world(conn)
         raise RuntimeError("rolled back")
-    assert generation(engine) == 1
+    assert generation(engine) == seen
     with engine.begin() as conn:
         with pytest.raises(sa.exc.IntegrityError), conn.begin_nested():
             conn.execute(sa.delete(INV).where(INV.c.resource_provider_id == pid))
             conn.execute(sa.insert(RP).values(uuid="a", name="dup", generation=0))
-        # The savepoint took the increment with it: the next change counts.
+        assert generation(engine) == seen  # the savepoint took its step with it
         conn.execute(sa.update(INV).where(INV.c.resource_provider_id == pid).values(total=4))
-    assert generation(engine) == 2
+    assert generation(engine) != seen
+    seen = generation(engine)
+    with engine.begin() as conn:  # SQL by hand, as an operator or upstream would write
+        conn.exec_driver_sql("INSERT INTO traits (name) VALUES ('CUSTOM_BY_HAND')")
+        assert not db_engine.changed_world(conn)
+    assert generation(engine) != seen
 
 
 def test_a_kept_world_is_used_until_the_generation_moves(engine, monkeypatch):
@@ -141,13 +158,17 @@ def test_a_kept_world_is_used_until_the_generation_moves(engine, monkeypatch):
 
 def test_the_generation_moves_by_a_random_step(engine):
     """Two databases that go through as many changes end at other values."""
+    with engine.begin() as conn:
+        pid = add_provider(conn, "a")
     steps = set()
-    for name in "abcdefgh":
+    for total in range(10, 18):
         before = generation(engine)
-        with engine.begin() as conn:
-            add_provider(conn, name)
+        with engine.begin() as conn:  # one statement, one row
+            conn.execute(
+                sa.update(INV).where(INV.c.resource_provider_id == pid).values(total=total)
+            )
         steps.add(generation(engine) - before)
-    assert min(steps) >= 1 and max(steps) <= db_engine._MAX_STEP
+    assert min(steps) >= 1 and max(steps) <= shape_changes.MAX_STEP
     assert len(steps) > 1
 
 
@@ -158,11 +179,7 @@ def test_a_database_made_again_with_as_many_changes_is_read_again(tmp_path):
     path = tmp_path / "again.db"
     worlds = world.Worlds()
     for name in ("first", "second"):
-        engine = db_engine.create_engine(f"sqlite:///{path}")
-        tables.metadata.create_all(engine)
-        with engine.begin() as conn:
-            conn.execute(sa.insert(tables.resource_classes).values(id=0, name="VCPU"))
-            conn.execute(sa.insert(tables.world_generation).values(id=1, generation=0))
+        engine = shaped(path)
         with engine.begin() as conn:
             pid = add_provider(conn, name)
         with engine.connect() as conn:
@@ -181,16 +198,16 @@ def test_a_database_restored_to_a_lower_generation_is_kept_again(engine):
     with engine.connect() as conn:
         worlds.current(conn)
     with engine.begin() as conn:  # as a backup taken before the change would have it
-        conn.execute(sa.update(tables.world_generation).values(generation=0))
+        conn.execute(sa.update(tables.world_changes).values(generation=0))
     for _ in range(3):
         with engine.connect() as conn:
             worlds.current(conn)
     assert worlds.loads == 2  # read once at the restored generation, then kept
 
 
-def test_without_a_generation_row_the_world_is_read_every_time(engine):
+def test_without_the_generation_rows_the_world_is_read_every_time(engine):
     with engine.begin() as conn:
-        conn.execute(sa.delete(tables.world_generation))
+        conn.execute(sa.delete(tables.world_changes))
     worlds = world.Worlds()
     for _ in range(2):
         with engine.connect() as conn:

@@ -1,0 +1,52 @@
+"""world changes: the database counts the changes to the cloud's shape
+
+The world generation was one row that placement-svc's own transactions
+moved: a change written by anything else (upstream Placement serving the
+same database during a rolling switch, SQL by hand) went unseen until a
+process's kept shape grew old, and every shape-changing transaction of
+every process queued on that row. Now triggers on the shape's tables move
+one of STRIPES rows, the one of the writing session, and the generation is
+their sum (placement_svc/db/shape_changes.py).
+
+Revision ID: 0003
+Revises: 0002
+Create Date: 2026-11-26 04:00:00
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+from placement_svc.db import shape_changes
+
+revision = "0003"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    table = op.create_table(
+        shape_changes.TABLE,
+        sa.Column("stripe", sa.Integer(), nullable=False, autoincrement=False),
+        sa.Column("generation", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("stripe"),
+        mysql_charset="utf8mb4",
+        mysql_engine="InnoDB",
+    )
+    op.bulk_insert(table, shape_changes.initial_rows())
+    shape_changes.create(op.get_bind())
+    op.drop_table("world_generation")
+
+
+def downgrade():
+    table = op.create_table(
+        "world_generation",
+        sa.Column("id", sa.Integer(), nullable=False, autoincrement=False),
+        sa.Column("generation", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+        mysql_charset="utf8mb4",
+        mysql_engine="InnoDB",
+    )
+    op.bulk_insert(table, [{"id": 1, "generation": 0}])
+    shape_changes.drop(op.get_bind())
+    op.drop_table(shape_changes.TABLE)
