@@ -7,7 +7,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from placement_svc.db import links, tables
-from placement_svc.db.records import inserted_id
+from placement_svc.db.records import inserted_id, statement_savepoint
 
 AGG = tables.placement_aggregates
 RPA = tables.resource_provider_aggregates
@@ -30,7 +30,7 @@ def _ensure_ids(conn: Connection, uuids: list[str]) -> dict[str, int]:
         if uuid in found:
             continue
         try:
-            with conn.begin_nested():
+            with statement_savepoint(conn):
                 found[uuid] = inserted_id(conn.execute(sa.insert(AGG).values(uuid=uuid)))
         except IntegrityError:  # created concurrently
             found[uuid] = conn.execute(sa.select(AGG.c.id).where(AGG.c.uuid == uuid)).scalar_one()

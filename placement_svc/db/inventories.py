@@ -121,11 +121,21 @@ def replace(
     unknown = tuple(inv.resource_class for inv in wanted if inv.resource_class not in rc_ids)
     if unknown:
         raise UnknownResourceClass(unknown)
-    current = {
-        row.resource_class_id: row
-        for row in conn.execute(sa.select(INV).where(INV.c.resource_provider_id == provider.id))
-    }
-    used = usage_by_class(conn, provider.id)
+    # The inventories with what is used of each, in one statement (there are
+    # allocations only of a class the provider has inventory of).
+    in_use = (
+        sa.select(sa.func.coalesce(sa.func.sum(ALLOC.c.used), 0))
+        .where(
+            ALLOC.c.resource_provider_id == INV.c.resource_provider_id,
+            ALLOC.c.resource_class_id == INV.c.resource_class_id,
+        )
+        .scalar_subquery()
+    )
+    rows = conn.execute(
+        sa.select(INV, in_use.label("used")).where(INV.c.resource_provider_id == provider.id)
+    ).all()
+    current = {row.resource_class_id: row for row in rows}
+    used = {row.resource_class_id: int(row.used) for row in rows if row.used}
     wanted_ids = {rc_ids[inv.resource_class]: inv for inv in wanted}
     removed = [rc_id for rc_id in current if rc_id not in wanted_ids]
     busy = [rc_id for rc_id in removed if used.get(rc_id)]

@@ -21,7 +21,7 @@ from placement_svc.db.exceptions import (
     UnknownResourceClass,
     UnknownTrait,
 )
-from placement_svc.db.records import inserted_id
+from placement_svc.db.records import inserted_id, statement_savepoint
 
 if TYPE_CHECKING:
     from placement_svc.queryparams import AggregateFilter, TraitFilter
@@ -127,7 +127,7 @@ def create(conn: Connection, name: str, uuid: str, parent: Provider | None) -> P
     """Insert a provider: a root, or a child of ``parent`` (as last read)."""
     _refuse_duplicates(conn, name=name, uuid=uuid)
     try:
-        with conn.begin_nested():
+        with statement_savepoint(conn):
             new_id = inserted_id(
                 conn.execute(
                     sa.insert(RP).values(
@@ -151,14 +151,19 @@ def create(conn: Connection, name: str, uuid: str, parent: Provider | None) -> P
 def _refuse_duplicates(
     conn: Connection, name: str, uuid: str | None, exclude_id: int | None = None
 ) -> None:
-    """ProviderExists when the name (or uuid) is another provider's."""
-    taken_uuid = None
-    if uuid is not None and conn.execute(sa.select(RP.c.id).where(RP.c.uuid == uuid)).first():
-        taken_uuid = uuid
-    stmt = sa.select(RP.c.id).where(RP.c.name == name)
+    """ProviderExists when the name (or uuid) is another provider's: one
+    statement, which compares as the database does (an adopted MySQL
+    database ignores case in names)."""
+    same_name = RP.c.name == name
     if exclude_id is not None:
-        stmt = stmt.where(RP.c.id != exclude_id)
-    taken_name = name if conn.execute(stmt).first() else None
+        same_name = sa.and_(same_name, RP.c.id != exclude_id)
+    same_uuid = RP.c.uuid == uuid if uuid is not None else sa.false()
+    flag = lambda cond: sa.func.max(sa.case((cond, 1), else_=0))  # noqa: E731
+    row = conn.execute(
+        sa.select(flag(same_uuid), flag(same_name)).where(sa.or_(same_uuid, same_name))
+    ).one()
+    taken_uuid = uuid if row[0] else None
+    taken_name = name if row[1] else None
     if taken_uuid is not None or taken_name is not None:
         raise ProviderExists(taken_uuid, taken_name)
 
@@ -216,16 +221,14 @@ def delete(conn: Connection, provider: Provider) -> None:
     Children are checked before allocations, as upstream does, so a parent
     that also has allocations is refused as a parent.
     """
-    child = conn.execute(
-        sa.select(RP.c.id).where(RP.c.parent_provider_id == provider.id).limit(1)
-    ).first()
+    child, used = conn.execute(
+        sa.select(
+            sa.exists().where(RP.c.parent_provider_id == provider.id),
+            sa.exists().where(tables.allocations.c.resource_provider_id == provider.id),
+        )
+    ).one()
     if child:
         raise ProviderHasChildren(provider.uuid)
-    used = conn.execute(
-        sa.select(tables.allocations.c.id)
-        .where(tables.allocations.c.resource_provider_id == provider.id)
-        .limit(1)
-    ).first()
     if used:
         raise ProviderInUse(provider.uuid)
     for table in (
@@ -234,8 +237,9 @@ def delete(conn: Connection, provider: Provider) -> None:
         tables.resource_provider_aggregates,
     ):
         conn.execute(sa.delete(table).where(table.c.resource_provider_id == provider.id))
-    # A root points at itself; clear that before the row goes.
-    conn.execute(sa.update(RP).where(RP.c.id == provider.id).values(root_provider_id=None))
+    if provider.root_id == provider.id:
+        # A root points at itself; clear that before the row goes.
+        conn.execute(sa.update(RP).where(RP.c.id == provider.id).values(root_provider_id=None))
     try:
         conn.execute(sa.delete(RP).where(RP.c.id == provider.id))
     except IntegrityError:  # a child was added since the check above

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from dataclasses import dataclass
 
@@ -21,6 +22,17 @@ class Named:
     @property
     def modified(self) -> datetime.datetime | None:
         return self.updated_at or self.created_at
+
+
+def statement_savepoint(conn: Connection) -> contextlib.AbstractContextManager:
+    """Around one statement that may fail on a constraint, with the
+    transaction going on after the failure: a savepoint on PostgreSQL, where
+    any failed statement aborts the transaction; nothing elsewhere (MySQL,
+    MariaDB and SQLite undo only the failed statement), which saves the two
+    round trips of SAVEPOINT and RELEASE."""
+    if conn.dialect.name == "postgresql":
+        return conn.begin_nested()
+    return contextlib.nullcontext()
 
 
 def inserted_id(result: sa.CursorResult) -> int:
