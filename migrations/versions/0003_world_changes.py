@@ -25,17 +25,26 @@ depends_on = None
 
 
 def upgrade():
-    table = op.create_table(
-        shape_changes.TABLE,
-        sa.Column("stripe", sa.Integer(), nullable=False, autoincrement=False),
-        sa.Column("generation", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("stripe"),
-        mysql_charset="utf8mb4",
-        mysql_engine="InnoDB",
-    )
-    op.bulk_insert(table, shape_changes.initial_rows())
-    shape_changes.create(op.get_bind())
-    op.drop_table("world_generation")
+    # Safe to run again after a run that stopped halfway: MySQL commits each
+    # DDL statement, and refuses CREATE TRIGGER to a user without SUPER when
+    # binary logging is on (error 1419); run again by one who may, this
+    # finishes the work.
+    bind = op.get_bind()
+    present = set(sa.inspect(bind).get_table_names())
+    if shape_changes.TABLE not in present:
+        table = op.create_table(
+            shape_changes.TABLE,
+            sa.Column("stripe", sa.Integer(), nullable=False, autoincrement=False),
+            sa.Column("generation", sa.BigInteger(), nullable=False),
+            sa.PrimaryKeyConstraint("stripe"),
+            mysql_charset="utf8mb4",
+            mysql_engine="InnoDB",
+        )
+        op.bulk_insert(table, shape_changes.initial_rows())
+    shape_changes.drop(bind)
+    shape_changes.create(bind)
+    if "world_generation" in present:
+        op.drop_table("world_generation")
 
 
 def downgrade():

@@ -131,3 +131,24 @@ def test_hand_back_drops_the_triggers_and_sync_makes_them_again(backend, tmp_pat
                 assert triggers(conn) == expected
         finally:
             engine.dispose()
+
+
+def test_revision_0003_stopped_halfway_is_finished_by_the_next_sync(backend, tmp_path):
+    """As MySQL leaves it when CREATE TRIGGER is refused (error 1419, binary
+    logging on and no SUPER): the table made and committed, no trigger, the
+    schema still at 0002. The next ``db sync`` finishes."""
+    with databases.empty_database_url(backend, tmp_path) as url:
+        engine = create_engine(url)
+        try:
+            migration.sync(engine)
+            with engine.begin() as conn:
+                shape_changes.drop(conn)
+                conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0002'")
+            migration.sync(engine)
+            assert migration.current(engine) == migration.head()
+            with engine.connect() as conn:
+                expected = {name for name, _ in shape_changes.trigger_names(conn.dialect.name)}
+                assert triggers(conn) == expected
+                assert "world_generation" not in sa.inspect(conn).get_table_names()
+        finally:
+            engine.dispose()
