@@ -64,6 +64,19 @@ def consumer_body(consumer, found, version) -> dict:
 # GET /allocations (1.46): the three ways to say whose allocations to read.
 CONSUMERS, PROVIDERS, TREE = "consumer_uuid", "resource_provider_uuid", "in_tree"
 MAX_BULK_UUIDS = 1000
+# Every read obeys its own rule (issue 28). Each form stands for single reads,
+# and needs the rules of all of them:
+#   consumer_uuid=          GET /allocations/{consumer_uuid} for each
+#                           -> placement:allocations:list
+#   resource_provider_uuid= GET /resource_providers/{uuid}/allocations (which
+#   in_tree=                consumers), then GET /allocations/{consumer_uuid}
+#                           for each (all its allocations, project and user)
+#                           -> placement:allocations:list and
+#                              placement:resource_providers:allocations:list
+# placement:allocations:list is checked first, before the query is read (as
+# it always was); the provider rule once the query names the form, before
+# anything is read from the database.
+BY_PROVIDER = (PROVIDERS, TREE)
 _DASHED_UUID = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
 
 
@@ -138,6 +151,8 @@ class Allocations:
         web.check_accept(req)
         req.context.placement.can(policies.ALLOC_LIST)
         form, uuids = bulk_query(web.query(req, schema.LIST_QUERY_V1_46))
+        if form in BY_PROVIDER:
+            req.context.placement.can(policies.RP_ALLOC_LIST)
         if form == CONSUMERS:
             work = partial(ops.for_consumers, consumer_uuids=uuids)
         elif form == PROVIDERS:

@@ -25,7 +25,11 @@ from placement_svc.ops.exceptions import (
     ReparentingNotAllowed,
     UnparentingNotAllowed,
 )
+from placement_svc.policies import aggregates as aggregate_policies
+from placement_svc.policies import inventories as inventory_policies
 from placement_svc.policies import resource_providers as policies
+from placement_svc.policies import traits as trait_policies
+from placement_svc.policies import usages as usage_policies
 from placement_svc.schemas import resource_provider as schema
 
 # Why upstream could not create or save a provider, after "failed because: ".
@@ -169,6 +173,34 @@ def _include(params: dict[str, list[str]]) -> frozenset[str] | None:
     return frozenset(names)
 
 
+# Every read obeys its own rule (issue 28): each include= member embeds the
+# body of one of the provider's own reads, so asking for it needs that read's
+# rule, on top of placement:resource_providers:list (or :show):
+#   inventories -> placement:resource_providers:inventories:list
+#                  (GET /resource_providers/{uuid}/inventories)
+#   traits      -> placement:resource_providers:traits:list
+#                  (GET /resource_providers/{uuid}/traits)
+#   aggregates  -> placement:resource_providers:aggregates:list
+#                  (GET /resource_providers/{uuid}/aggregates)
+#   usages      -> placement:resource_providers:usages
+#                  (GET /resource_providers/{uuid}/usages)
+INCLUDE_RULES = {
+    "inventories": inventory_policies.LIST,
+    "traits": trait_policies.RP_TRAIT_LIST,
+    "aggregates": aggregate_policies.LIST,
+    "usages": usage_policies.PROVIDER_USAGES,
+}
+
+
+def _can_include(req, include: frozenset[str] | None) -> None:
+    """403, as the single read's, unless the caller may do the read of every
+    member asked for; only those are checked, in ``ops.INCLUDES`` order, and
+    before anything is read from the database."""
+    for name in ops.INCLUDES:
+        if include is not None and name in include:
+            req.context.placement.can(INCLUDE_RULES[name])
+
+
 def _filters(params: dict[str, list[str]], version) -> dict:
     """The query's filters as ``ops.list_filtered`` takes them; each
     parameter's last value counts, except the repeatable ones."""
@@ -194,6 +226,7 @@ class ResourceProviders:
         params = web.versioned_query(req, lambda v: schema.for_version(v).list_query)
         include = _include(params)
         filters = _filters(params, version)
+        _can_include(req, include)
         with web.answering(_words, "list"):
             if include is None:
                 found, embedded = self.db.read(partial(ops.list_filtered, **filters)), None
@@ -229,6 +262,7 @@ class ResourceProviders:
         include = None
         if web.version(req) >= mv.PROVIDER_INCLUDE:
             include = _include(web.query(req))
+        _can_include(req, include)
         with web.answering(_words, "show"):
             if include is None:
                 provider, embedded = self.db.read(partial(ops.get, uuid=uuid)), None
