@@ -37,7 +37,9 @@ rules = [
     api_rule(
         RP_ALLOC_LIST,
         ADMIN_OR_SERVICE,
-        "List the allocations made against a resource provider.",
+        "List the allocations made against a resource provider; from "
+        "microversion 1.46 GET /allocations?resource_provider_uuid= and "
+        "?in_tree= need it too, beside placement:allocations:list.",
         "GET /resource_providers/{uuid}/allocations",
     ),
 ]
