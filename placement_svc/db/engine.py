@@ -129,15 +129,15 @@ _RETURNED = "returned_at"
 
 def lean_pool(engine: Engine) -> None:
     """Two round trips fewer for each unit of work: a connection is rolled
-    back on its way back to the pool only if a statement ran on it since
-    its last COMMIT or ROLLBACK (a unit of work ends with one of those, so
-    its connection comes back clean: PyMySQL would send ROLLBACK again), and
+    back on its way back to the pool unless it ended with a COMMIT or
+    ROLLBACK and ran nothing since (a unit of work ends with one of those,
+    so its connection comes back clean: PyMySQL would send ROLLBACK again), and
     pinged on its way out only if it has been idle longer than PING_AFTER
     (SQLAlchemy's pool_pre_ping pings every time)."""
 
     @event.listens_for(engine, "before_cursor_execute")
     def _began(conn: Connection, *_args: Any) -> None:
-        conn.info[_OPEN] = True
+        conn.info[_OPEN] = True  # a statement after COMMIT opens another
 
     def _ended(conn: Connection, *_args: Any) -> None:
         if not conn.invalidated:
@@ -164,6 +164,9 @@ def lean_pool(engine: Engine) -> None:
 
     @event.listens_for(engine, "checkout")
     def _checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        # Open until a COMMIT or ROLLBACK says otherwise: whoever takes it
+        # (raw DBAPI use included) may leave a transaction behind.
+        record.info[_OPEN] = True
         returned = record.info.get(_RETURNED)
         if returned is not None and time.monotonic() - returned < PING_AFTER:
             return

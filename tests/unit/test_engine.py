@@ -356,12 +356,11 @@ def test_a_connection_dropped_during_its_handshake_is_unreachable(monkeypatch):
     assert retried == ["unreachable"]
 
 
-def test_server_engines_ping_pooled_connections_before_use():
-    """A connection the database dropped while it sat in the pool (a restart)
-    is replaced at checkout: the pool recovers by itself once the database
-    is back (tests/functional/test_database_outage.py shows it served)."""
+def test_server_engines_neither_ping_nor_reset_every_connection():
+    """lean_pool does each when needed (tests/functional/test_pool.py
+    shows it on the servers)."""
     for url in ("postgresql+psycopg://u@h/db", "mysql+pymysql://u@h/db"):
-        assert create_engine(url).pool._pre_ping
+        assert not create_engine(url).pool._pre_ping
 
 
 def _served(db) -> httpx.Client:

@@ -1,0 +1,98 @@
+"""The pool's two round trips saved (db/engine.py's lean_pool), and what
+keeps that safe, on PostgreSQL and MariaDB.
+
+What is proven: a connection idle longer than PING_AFTER and killed by the
+server meanwhile is replaced when it is handed out; one lost sooner fails
+its first statement and the unit of work runs again on a new connection,
+answering as if nothing happened; a connection whose transaction ended with
+COMMIT goes back to the pool without another ROLLBACK (MariaDB counts them),
+and one left in a transaction is rolled back on its way back.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from placement_svc.db import engine as db_engine
+from placement_svc.db.engine import Database, create_engine
+from tests.functional import databases
+
+servers = pytest.mark.parametrize("backend", databases.server_backends(), indirect=True)
+
+
+def session_id(conn) -> int:
+    query = (
+        "SELECT pg_backend_pid()" if conn.dialect.name == "postgresql" else "SELECT CONNECTION_ID()"
+    )
+    return conn.exec_driver_sql(query).scalar()
+
+
+def kill(url: str, session: int) -> None:
+    admin = sa.create_engine(url, poolclass=sa.pool.NullPool, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_terminate_backend({session})")
+        else:
+            conn.exec_driver_sql(f"KILL {session}")
+    admin.dispose()
+
+
+@pytest.fixture
+def engine(test_db):
+    engine = create_engine(test_db.url, db_conf=None)
+    engine.pool._pool.maxsize = 1  # one connection, handed out again and again
+    yield engine
+    engine.dispose()
+
+
+@servers
+def test_a_connection_killed_while_idle_is_replaced_when_handed_out(engine, test_db, monkeypatch):
+    monkeypatch.setattr(db_engine, "PING_AFTER", 0.0)  # every connection has been idle long
+    with engine.connect() as conn:
+        first = session_id(conn)
+    kill(test_db.url, first)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT 1").scalar() == 1
+        assert session_id(conn) != first
+
+
+@servers
+def test_a_connection_lost_within_a_second_costs_one_run_again(engine, test_db, monkeypatch):
+    monkeypatch.setattr(db_engine, "PING_AFTER", 3600.0)  # never pinged
+    with engine.connect() as conn:
+        first = session_id(conn)
+    kill(test_db.url, first)
+    runs = []
+
+    def work(conn):
+        runs.append(session_id(conn))
+        return conn.exec_driver_sql("SELECT 41 + 1").scalar()
+
+    assert Database(engine).read(work) == 42
+    assert len(runs) == 1 and runs[0] != first  # the lost one failed before `work` saw it...
+    with engine.connect() as conn:
+        assert session_id(conn) == runs[0]  # ...and the new one is kept
+
+
+@pytest.mark.parametrize("backend", ["mysql"], indirect=True)
+def test_a_committed_connection_goes_back_without_another_rollback(engine):
+    def rollbacks(conn) -> int:
+        return int(conn.exec_driver_sql("SHOW SESSION STATUS LIKE 'Com_rollback'").one()[1])
+
+    with engine.connect() as conn:
+        before = rollbacks(conn)
+        conn.commit()
+    for _ in range(3):
+        with engine.begin() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    with engine.connect() as conn:
+        assert rollbacks(conn) == before
+        conn.commit()
+    raw = engine.raw_connection()  # a transaction maybe left open on the way back...
+    cursor = raw.cursor()
+    cursor.execute("SELECT 1")
+    cursor.close()
+    raw.close()
+    with engine.connect() as conn:  # ...is rolled back
+        assert rollbacks(conn) == before + 1
