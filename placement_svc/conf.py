@@ -172,6 +172,27 @@ placement_opts = [
         help="The order in which candidates are generated across root "
         "providers when max_allocation_candidates cuts the list.",
     ),
+    cfg.IntOpt(
+        "allocation_candidates_search_budget",
+        default=1_000_000,
+        min=1,
+        help="placement-svc's own: the most steps the search of one "
+        "GET /allocation_candidates (or its explain or capacity) may take, a "
+        "step being one provider tried for one request group. A request that "
+        "needs more is answered 400, naming this option, instead of holding a "
+        "worker for as long as it takes. The default ends the costliest "
+        "searches within seconds of one CPU; the largest of the benchmarks "
+        "(bench/huge.py's 84,000 candidates) takes about 160,000 steps.",
+    ),
+    cfg.IntOpt(
+        "max_request_groups",
+        default=64,
+        min=1,
+        help="placement-svc's own: the most request groups (the unsuffixed "
+        "group and each resources<N>, required<N>, member_of<N> suffix) one "
+        "GET /allocation_candidates may name; more are answered 400. "
+        "Upstream Placement sets no limit.",
+    ),
 ]
 
 # [healthcheck]: oslo.middleware's options (detailed, backends,

@@ -4,6 +4,7 @@ answer; and placement-svc's own (1.44+) /allocation_candidates/explain and
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import random
@@ -13,7 +14,7 @@ from functools import partial
 from placement_svc import accept, errors, metrics, web
 from placement_svc import microversion as mv
 from placement_svc.candidates import explain as explain_rules
-from placement_svc.candidates import find, request, text
+from placement_svc.candidates import find, model, request, text
 from placement_svc.candidates.find import Settings
 from placement_svc.policies import allocation_candidates as policies
 from placement_svc.schemas import allocation_candidate as schema
@@ -33,7 +34,9 @@ class AllocationCandidates:
         web.check_accept(req)
         req.context.placement.can(policies.LIST)
         version = web.version(req)
-        wanted = request.parse(web.versioned_query(req, schema.query_schema), version)
+        wanted = self._bounded(
+            request.parse(web.versioned_query(req, schema.query_schema), version)
+        )
         rng = random.Random() if self.conf.randomize_allocation_candidates else None
         work = partial(
             find.find_noting_empty,
@@ -43,7 +46,8 @@ class AllocationCandidates:
             rng=rng,
         )
         started = time.perf_counter()
-        noted = self.db.read(work)
+        with _within_budget():
+            noted = self.db.read(work)
         found_in = time.perf_counter() - started
         if noted.empty_because is not None:
             LOG.info(
@@ -74,16 +78,46 @@ class AllocationCandidates:
         media_type = _media_type(req)
         req.context.placement.can(policies.EXPLAIN)
         wanted, near = explain_query(web.as_lists(req.params), web.version(req))
+        wanted = self._bounded(wanted)
         work = partial(find.explain, wanted=wanted, settings=Settings.of(self.conf), near=near)
-        _answer(resp, media_type, self.db.read(work), text.explain)
+        with _within_budget():
+            body = self.db.read(work)
+        _answer(resp, media_type, body, text.explain)
 
     def capacity(self, req, resp):
         web.require_version(req, mv.CANDIDATES_EXPLAIN)
         media_type = _media_type(req)
         req.context.placement.can(policies.CAPACITY)
-        wanted = capacity_query(web.as_lists(req.params), web.version(req))
-        work = partial(find.capacity, wanted=wanted)
-        _answer(resp, media_type, self.db.read(work), text.capacity)
+        wanted = self._bounded(capacity_query(web.as_lists(req.params), web.version(req)))
+        work = partial(find.capacity, wanted=wanted, settings=Settings.of(self.conf))
+        with _within_budget():
+            body = self.db.read(work)
+        _answer(resp, media_type, body, text.capacity)
+
+    def _bounded(self, wanted: request.Request) -> request.Request:
+        """The request, if it names no more groups than [placement]
+        max_request_groups allows; else 400."""
+        most = self.conf.max_request_groups
+        if len(wanted.groups) > most:
+            raise errors.BadRequest(
+                f"The request names {len(wanted.groups)} request groups; at most "
+                f"{most} are allowed ([placement] max_request_groups)."
+            )
+        return wanted
+
+
+@contextlib.contextmanager
+def _within_budget():
+    """A search past its budget of steps: 400, naming the option."""
+    try:
+        yield
+    except model.SearchBudgetExceeded as exc:
+        raise errors.BadRequest(
+            f"The search for allocation candidates took more than its budget of "
+            f"{exc.steps} steps ([placement] allocation_candidates_search_budget): "
+            f"ask for fewer or more specific groups (in_tree, member_of, required), "
+            f"or raise the budget."
+        ) from None
 
 
 def explain_query(params: dict[str, list[str]], version) -> tuple[request.Request, int]:

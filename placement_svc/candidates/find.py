@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection
 from placement_svc import microversion as mv
 from placement_svc.candidates import capacity as capacity_rules
 from placement_svc.candidates import explain as explain_rules
-from placement_svc.candidates import merge, render, search, summaries, survey
+from placement_svc.candidates import merge, model, render, search, summaries, survey
 from placement_svc.candidates.merge import Assignment
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
@@ -35,6 +35,7 @@ class Settings(NamedTuple):
 
     strategy: str = "depth-first"  # allocation_candidates_generation_strategy
     max_candidates: int = -1  # max_allocation_candidates; -1: no cap
+    budget: int = model.UNBOUNDED  # allocation_candidates_search_budget
 
     @classmethod
     def of(cls, placement: Any) -> Settings:
@@ -43,6 +44,7 @@ class Settings(NamedTuple):
         return cls(
             placement.allocation_candidates_generation_strategy,
             placement.max_allocation_candidates,
+            placement.allocation_candidates_search_budget,
         )
 
 
@@ -115,11 +117,13 @@ def _answer(
     search reads the first anchors' trees only; if those give fewer
     candidates than the answer holds, it reads them all."""
     first = _first(wanted, version, settings, rng)
-    found = search.search(conn, wanted, first=first)
+    found = _search(conn, wanted, settings, first=first)
     tally = merge.Tally()
     walked, chosen, whole = _walk(found, wanted, version, settings, rng, tally)
     if first is not None and not found.complete and len(chosen) < _needed(wanted, settings):
+        budget = found.budget  # what the first search spent counts too
         found = search.search(conn, wanted)
+        found.budget = budget
         tally = merge.Tally()
         walked, chosen, whole = _walk(found, wanted, version, settings, rng, tally)
     providers = render.providers_to_summarise(found, walked.slots, chosen, version, whole)
@@ -131,6 +135,13 @@ def _answer(
     )
     answer = Answer(found, walked.slots, chosen, providers, other, requested, version)
     return _Worked(answer, found, tally)
+
+
+def _search(conn: Connection, wanted: Request, settings: Settings, first: int | None = None):
+    """search.search, with the request's budget of walk steps."""
+    found = search.search(conn, wanted, first=first)
+    found.budget = model.Budget(settings.budget)
+    return found
 
 
 def _walk(
@@ -226,15 +237,15 @@ def explain(
     """The body of GET /allocation_candidates/explain: the search the answer
     runs (``found``, when it has run already), and the whole cloud beside it."""
     if found is None:
-        found = search.search(conn, wanted)
+        found = _search(conn, wanted, settings)
     cloud = survey.load(conn, wanted)
     return explain_rules.explain(found, cloud, wanted, settings.max_candidates, near)
 
 
-def capacity(conn: Connection, wanted: Request) -> dict[str, Any]:
+def capacity(conn: Connection, wanted: Request, settings: Settings = Settings()) -> dict[str, Any]:
     """The body of GET /allocation_candidates/capacity: copies per tree,
     ``wanted.limit`` trees at most (the most copies first), and the total."""
-    found = search.search(conn, wanted)
+    found = _search(conn, wanted, settings)
     counted = capacity_rules.capacity(found, wanted)
     shown = counted["trees"][: wanted.limit] if wanted.limit else counted["trees"]
     names = search.provider_names(conn, (tree["root"] for tree in shown))

@@ -368,6 +368,7 @@ class _Walk:
         self.demand = prune.demand_after(self.slots)
         self.checked = {i for i, slot in enumerate(self.slots) if slot.collective_any_of}
         self.checked.update(self.subtree_done, self.apart_done)
+        self.budget = found.budget
 
     @functools.cached_property
     def parents(self) -> set[int]:
@@ -377,6 +378,7 @@ class _Walk:
         return {p.parent_id for p in providers if p.parent_id is not None}
 
     def tree(self, root: int) -> Iterable[Assignment]:
+        self.budget.spend()
         options = [reach.get(root, _NO_OPTIONS) for reach in self.reach]
         if not all(options):
             return iter(())
@@ -439,6 +441,8 @@ class _Walk:
         bound = prune.RoomBound(slots, options, self.found, self.shared_room)
         if not bound.allows(demand[0]):
             return iter(())
+        if self.shared_room and not prune.placeable(slots, options, self.found.room):
+            return iter(())
         mirrors = prune.Mirrors(self.found, options, self.parents, self.classes)
         used: dict[tuple[int, str], int] = {}
         granular_users: dict[int, int] = {}  # provider -> granular slots it serves
@@ -448,6 +452,7 @@ class _Walk:
         last = len(slots) - 1
         fits, still_valid = self._fits, self._still_valid
         last_checked = last in self.checked
+        budget = self.budget
 
         def leaves() -> Iterator[Assignment]:
             """The last slot: every provider that fits completes an
@@ -456,6 +461,7 @@ class _Walk:
             always enough)."""
             slot = slots[last]
             dead_ends = None
+            budget.spend(len(options[last]))
             for pid in options[last]:
                 if not fits(pid, slot, used, granular_users, isolated_users, assigned):
                     continue
@@ -479,6 +485,7 @@ class _Walk:
             slot = slots[index]
             deeper = leaves if index + 1 == last else functools.partial(visit, index + 1)
             dead_ends = None  # signatures of fresh providers whose branch gave nothing
+            budget.spend(len(options[index]))
             for pid in options[index]:
                 if not fits(pid, slot, used, granular_users, isolated_users, assigned):
                     continue

@@ -36,6 +36,37 @@ class Room(NamedTuple):
         )
 
 
+class SearchBudgetExceeded(Exception):
+    """The walks of one request took more steps than its budget allows."""
+
+    def __init__(self, steps: int):
+        super().__init__(f"the search took more than {steps} steps")
+        self.steps = steps
+
+
+# Budget.steps for a Found without a budget of its own: never reached.
+UNBOUNDED = 2**62
+
+
+@dataclass
+class Budget:
+    """The steps the walks of one request may take, all walks together (the
+    answer's, and an explanation's): a step is one provider tried for one
+    slot. Spent past zero, the walk raises SearchBudgetExceeded, so no
+    request holds a worker without bound."""
+
+    steps: int = UNBOUNDED
+    left: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.left = self.steps
+
+    def spend(self, steps: int = 1) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise SearchBudgetExceeded(self.steps)
+
+
 @dataclass
 class Found:
     """What the search loaded for one request, and what eligibility.py made of
@@ -79,6 +110,8 @@ class Found:
     # The shape of the cloud the search made this of (world.World; None for
     # a Found built by hand): the summaries read other classes' stock in it.
     world: Any = None
+    # The request's budget of walk steps, shared by every walk of the request.
+    budget: Budget = field(default_factory=Budget)
 
 
 # What GET /allocation_candidates/explain reads besides a Found: the whole

@@ -16,6 +16,14 @@ Every rule here is safe: none ever drops a candidate the rules would keep.
   ``isolate=``) than there are providers left to them: each needs one that
   serves no other granular group. A host asked for nine devices of its
   eight is refused before the walk, not after 8! tries.
+- **Pigeonholes.** Per class, the slots that ask for it must each find a
+  provider of their reach, and a provider holds no more of them than its
+  free room divided by the smallest of their amounts it could take: a
+  matching of slots to providers with those capacities (augmenting paths,
+  ``placeable``) must place them all. Ten groups of VCPU:10 in a tree of
+  nine devices of 10 to 18 VCPU each pass the room bound (126 VCPU free
+  for 100), but no device holds two of them: refused before the walk,
+  not after every way to place nine of them.
 - **Mirror providers.** Two leaves of one parent with the same traits, the
   same room and the same slots in reach, neither used yet by the walk, lead
   to mirror-image branches: swapping them maps one branch's candidates onto
@@ -30,6 +38,7 @@ Every rule here is safe: none ever drops a candidate the rules would keep.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
@@ -108,6 +117,70 @@ _UNSEEN: Signature | None = (None, None, 0, ())  # the cache's "not worked out y
 # Per slot index: the amounts per class of that slot and every later one, and
 # how many of them are isolated groups (each needs a provider of its own).
 Demand = list[tuple[tuple[tuple[str, int], ...], int]]
+
+
+def placeable(
+    slots: Sequence[Slot], options: Sequence[Sequence[int]], room: Mapping[tuple[int, str], Room]
+) -> bool:
+    """False when, for some class, the slots asking for it cannot all be
+    given a provider (see the module's docstring); True otherwise, which
+    proves nothing. Each class's matching grows by one augmenting path a
+    slot, found breadth first: no recursion, whatever the number of slots."""
+    by_class: dict[str, list[int]] = {}
+    for index, slot in enumerate(slots):
+        for rc, _amount in slot.amounts:
+            by_class.setdefault(rc, []).append(index)
+    for rc, asking in by_class.items():
+        if len(asking) < 2:
+            continue  # one slot: the room bound's business
+        smallest: dict[int, int] = {}
+        for index in asking:
+            amount = dict(slots[index].amounts)[rc]
+            for pid in options[index]:
+                if amount < smallest.get(pid, amount + 1):
+                    smallest[pid] = amount
+        capacity = {pid: max(room[(pid, rc)].free, 0) // least for pid, least in smallest.items()}
+        if not _matched(asking, options, capacity):
+            return False
+    return True
+
+
+def _matched(
+    asking: Sequence[int], options: Sequence[Sequence[int]], capacity: Mapping[int, int]
+) -> bool:
+    """Whether every slot of ``asking`` gets a provider of its options, no
+    provider more slots than its capacity (a b-matching)."""
+    on: dict[int, int] = {}  # slot -> provider it is placed on
+    placed: dict[int, list[int]] = {}  # provider -> slots on it
+    for start in asking:
+        reached_from: dict[int, int] = {}  # provider -> the slot that reached it
+        queue, seen, free = deque([start]), {start}, None
+        while queue and free is None:
+            index = queue.popleft()
+            for pid in options[index]:
+                if pid in reached_from or not capacity.get(pid):
+                    continue
+                reached_from[pid] = index
+                if len(placed.get(pid, ())) < capacity[pid]:
+                    free = pid
+                    break
+                for other in placed[pid]:
+                    if other not in seen:
+                        seen.add(other)
+                        queue.append(other)
+        if free is None:
+            return False
+        pid = free
+        while True:  # move each slot of the path to the provider it reached
+            index = reached_from[pid]
+            before = on.get(index)
+            on[index] = pid
+            placed.setdefault(pid, []).append(index)
+            if before is None:
+                break
+            placed[before].remove(index)
+            pid = before
+    return True
 
 
 def demand_after(slots: Sequence[Slot]) -> Demand:

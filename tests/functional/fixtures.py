@@ -162,11 +162,20 @@ def for_backend(backend: str, slot) -> dict:
 
         config_overrides = {"metrics.enabled": False}
 
+    class SmallBudgetFixture(APIFixture):
+        """A search budget a test can exhaust in a moment, and few groups."""
+
+        config_overrides = {
+            "placement.allocation_candidates_search_budget": 20000,
+            "placement.max_request_groups": 12,
+        }
+
     return {
         "APIFixture": APIFixture,
         "UnreachableDatabaseFixture": UnreachableDatabaseFixture,
         "DrainedFixture": DrainedFixture,
         "MetricsOffFixture": MetricsOffFixture,
+        "SmallBudgetFixture": SmallBudgetFixture,
         "ParityFixture": ParityFixture,
         "CORSFixture": CORSFixture,
         "LegacyRBACFixture": LegacyRBACFixture,
