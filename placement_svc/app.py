@@ -14,6 +14,7 @@ from placement_svc import (
     conditional,
     errors,
     health,
+    logs,
     metrics,
     middleware,
     openapi,
@@ -243,7 +244,9 @@ UNAVAILABLE = {
 
 
 def _handle_unexpected(req, resp, ex, _params):
-    LOG.exception("unexpected error serving %s %s", req.method, req.relative_uri)
+    LOG.exception(
+        "unexpected error serving %s %s", logs.escape(req.method), logs.escape(req.relative_uri)
+    )
     render_error(req, resp, errors.InternalError("An unexpected error occurred."))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 
-from placement_svc import errors
+from placement_svc import errors, logs
 from placement_svc import microversion as mv
 from placement_svc.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
 
@@ -34,8 +34,8 @@ def internal_error(environ, start_response, exc_info) -> list[bytes]:
     """
     LOG.error(
         "unexpected error serving %s %s (request_id %s)",
-        environ.get("REQUEST_METHOD"),
-        environ.get("PATH_INFO"),
+        logs.escape(str(environ.get("REQUEST_METHOD"))),
+        logs.escape(str(environ.get("PATH_INFO"))),
         environ.get(ENV_REQUEST_ID),
         exc_info=exc_info,
     )

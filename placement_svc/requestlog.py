@@ -21,8 +21,15 @@ context (oslo.log's ``[%(global_request_id)s %(request_id)s ...]``) shows it
 beside the local one; the answer carries the local one, as upstream's does. The proxy's
 headers are applied next ([oslo_middleware] enable_proxy_headers_parsing),
 as upstream applies them before its request log, so the address in both
-lines is the client's. Whatever any layer inside raises becomes a JSON 500
-(see ``guard``), logged here with ``status: 500``.
+lines is the client's; of ``X-Forwarded-Proto`` (or ``Forwarded: proto=``)
+only ``http`` and ``https`` are taken, any other value leaves the scheme
+the server gave (it makes the ``Location`` of a create). Whatever any layer
+inside raises becomes a JSON 500 (see ``guard``), logged here with
+``status: 500``.
+
+Whatever the line takes from the request (the address, the method, the
+path and query string, the user and project) is escaped (``logs.escape``:
+a newline is ``\\x0a``), so that no request writes a second line or a NUL.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from placement_svc.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
 LOG = logging.getLogger("placement_svc.requests")
 REQUEST_ID_HEADER = "x-openstack-request-id"
 GLOBAL = request_id_middleware.GLOBAL_REQ_ID  # the environ key of the global request id
+SCHEMES = ("http", "https")  # what the proxy's headers may set
 LINE = (
     '%s "%s %s" status: %s len: %s microversion: %s time: %.4fs request_id: %s user: %s project: %s'
 )
@@ -53,7 +61,7 @@ class RequestLog:
     def __init__(self, application, conf):
         self.application = application
         # Inside the try below, so that even this layer's failure is a JSON 500.
-        self.entry = http_proxy_to_wsgi.HTTPProxyToWSGI(self._start, conf)
+        self.entry = _ProxyHeaders(self._start, conf)
 
     def __call__(self, environ, start_response):
         started = time.perf_counter()
@@ -62,7 +70,7 @@ class RequestLog:
         # The caller's own id (nova's, say) is the global one, as oslo.middleware's
         # RequestId takes it: only a well-formed one. The answer carries ours.
         inbound = environ.get("HTTP_X_OPENSTACK_REQUEST_ID", "")
-        if re.match(request_id_middleware.ID_FORMAT, inbound):
+        if re.fullmatch(request_id_middleware.ID_FORMAT, inbound):  # no "\n" after its $
             environ[GLOBAL] = inbound
         # Every line logged while answering carries the two ids.
         current = logs.CURRENT.set(
@@ -103,10 +111,30 @@ class RequestLog:
         LOG.debug(
             'Starting request: %s "%s %s"',
             _remote(environ),
-            environ.get("REQUEST_METHOD"),
+            _method(environ),
             _uri(environ),
         )
         return self.application(environ, start_response)
+
+
+class _ProxyHeaders(http_proxy_to_wsgi.HTTPProxyToWSGI):
+    """oslo.middleware's proxy headers, but only ``http`` or ``https`` for a
+    scheme: a proxy's ``X-Forwarded-Proto: javascript`` would otherwise make
+    ``javascript://`` Locations. Another value leaves the server's scheme."""
+
+    def process_request(self, req):
+        before = req.environ.get("wsgi.url_scheme")
+        answer = super().process_request(req)
+        after = req.environ.get("wsgi.url_scheme")
+        if after != before:
+            scheme = str(after).strip().strip('"').lower()  # RFC 7239 allows "https"
+            if scheme in SCHEMES:
+                req.environ["wsgi.url_scheme"] = scheme
+            elif before is None:
+                del req.environ["wsgi.url_scheme"]
+            else:
+                req.environ["wsgi.url_scheme"] = before
+        return answer
 
 
 class _Logged(oslo_context.RequestContext):
@@ -119,14 +147,22 @@ class _Logged(oslo_context.RequestContext):
 
 
 def _remote(environ) -> str:
-    return environ.get("REMOTE_ADDR") or "-"
+    return logs.escape(environ.get("REMOTE_ADDR") or "-")
+
+
+def _method(environ) -> str:
+    return logs.escape(str(environ.get("REQUEST_METHOD")))
 
 
 def _uri(environ) -> str:
     uri = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
     if environ.get("QUERY_STRING"):
         uri += "?" + environ["QUERY_STRING"]
-    return uri
+    return logs.escape(uri)
+
+
+def _escaped(value: str | None) -> str | None:
+    return None if value is None else logs.escape(value)
 
 
 def _write(environ, answer: dict, elapsed: float) -> None:
@@ -138,20 +174,20 @@ def _write(environ, answer: dict, elapsed: float) -> None:
     logged = _Logged(
         request_id=environ[ENV_REQUEST_ID],
         global_request_id=environ.get(GLOBAL),
-        user_id=caller.user_id,
-        project_id=caller.project_id,
+        user_id=_escaped(caller.user_id),
+        project_id=_escaped(caller.project_id),
     )
     LOG.info(
         LINE,
         _remote(environ),
-        environ.get("REQUEST_METHOD"),
+        _method(environ),
         _uri(environ),
         answer.get("status", "-"),
         answer.get("length", "-"),
         f"{version.major}.{version.minor}" if version else "-",
         elapsed,
         environ[ENV_REQUEST_ID],
-        caller.user_id or "-",
-        caller.project_id or "-",
+        logged.user_id or "-",
+        logged.project_id or "-",
         extra={"context": logged},
     )
