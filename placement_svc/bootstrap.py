@@ -20,7 +20,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
 from placement_svc import conf as placement_conf
-from placement_svc import install, keystone_conf
+from placement_svc import install, keystone_conf, redact
 from placement_svc.app import create_app
 from placement_svc.db import adoption, migration
 from placement_svc.db.engine import create_engine
@@ -40,8 +40,9 @@ class Failure(Exception):
 
 
 def one_line(exc) -> str:
-    """An exception's text on one line: drivers' messages span several."""
-    return " ".join(str(exc).split()) or type(exc).__name__
+    """An exception's text on one line: drivers' messages span several; the
+    configured database URL's secrets as ``***`` (redact.remember)."""
+    return redact.scrub(" ".join(str(exc).split())) or type(exc).__name__
 
 
 # -- configuration -----------------------------------------------------------
@@ -61,6 +62,8 @@ def load_conf(config_files=(), config_dir=None, default_files=None) -> cfg.Confi
                 getattr(conf[group], opt.dest)
     except cfg.Error as exc:
         raise Failure(one_line(exc)) from exc
+    # From now on no message nor log line of this process shows them.
+    redact.remember(conf.placement_database.connection)
     return conf
 
 
@@ -84,35 +87,38 @@ def check_front_door(conf) -> None:
 
 
 def shown_url(url: str) -> str:
-    """The URL as it may be printed: without its password."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except sa_exc.ArgumentError:
-        return "(unparsable URL)"
+    """The URL as it may be printed: its password, in the user information
+    or the query string, as ``***`` (see redact)."""
+    return redact.mask_url(url)
 
 
 @contextlib.contextmanager
 def database_errors(url: str):
-    """Turn what the database layer raises into one-line Failures."""
+    """Turn what the database layer raises into one-line Failures, the URL
+    masked and its secrets scrubbed from the driver's words."""
     shown = shown_url(url)
+
+    def said(exc) -> str:
+        return redact.scrub(one_line(exc), url)
+
     try:
         yield
     except Failure:
         raise
     except sa_exc.NoSuchModuleError as exc:
-        raise Failure(f"unknown database type in {shown}: {one_line(exc)}") from exc
+        raise Failure(f"unknown database type in {shown}: {said(exc)}") from exc
     except sa_exc.ArgumentError as exc:
-        raise Failure(f"bad database URL {shown}: {one_line(exc)}") from exc
+        raise Failure(f"bad database URL {shown}: {said(exc)}") from exc
     except ImportError as exc:
         extra = "mysql" if url.startswith("mysql") else "postgresql"
         raise Failure(
-            f"no database driver for {shown}: {one_line(exc)}; "
+            f"no database driver for {shown}: {said(exc)}; "
             f"{install.extra_command(extra)} installs one"
         ) from exc
     except sa_exc.DBAPIError as exc:
-        raise Failure(f"database {shown}: {one_line(exc.orig or exc)}") from exc
+        raise Failure(f"database {shown}: {said(exc.orig or exc)}") from exc
     except sa_exc.SQLAlchemyError as exc:
-        raise Failure(f"database {shown}: {one_line(exc)}") from exc
+        raise Failure(f"database {shown}: {said(exc)}") from exc
 
 
 def make_engine(conf):
@@ -120,6 +126,17 @@ def make_engine(conf):
     url = conf.placement_database.connection
     if not url:
         raise Failure("[placement_database] connection is not set in the configuration")
+    try:
+        make_url(url)
+    except ValueError as exc:
+        # Its port is not a number: SQLAlchemy's words would quote what it
+        # took for one, which may be a piece of a password with an "@".
+        raise Failure(
+            f"bad database URL {shown_url(url)}: its port is not a number "
+            "(percent-encode any '@', ':', '/' or '?' in the user name or password)"
+        ) from exc
+    except sa_exc.ArgumentError:
+        pass  # database_errors says so
     with database_errors(url):
         return create_engine(url, conf.placement_database)
 
@@ -151,7 +168,9 @@ def wait_for_database(engine, retries: int, interval: float) -> None:
                 attempt,
                 "" if retries < 0 else f" of {retries}",
                 interval,
-                one_line(exc.orig or exc),
+                redact.scrub(
+                    one_line(exc.orig or exc), engine.url.render_as_string(hide_password=False)
+                ),
             )
             time.sleep(interval)
 

@@ -45,7 +45,7 @@ from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers.sync import SyncWorker
 
-from placement_svc import candidates_commands, logs, metrics, policy, runtime, status
+from placement_svc import candidates_commands, logs, metrics, policy, redact, runtime, status
 from placement_svc.bootstrap import (
     LOG_FORMAT,
     PROG,
@@ -529,6 +529,7 @@ def main(argv=None) -> int:
         if args.debug:
             conf.set_override("debug", True)
         logs.setup(conf, args.log_level)
+        redact.guard_handlers()  # no line shows the database password
         args.func(conf, args)
     except Failure as exc:
         return _fail(args, str(exc))
@@ -542,8 +543,8 @@ def main(argv=None) -> int:
 
 def _fail(args, message: str) -> int:
     if args.debug:
-        LOG.exception("the command failed")
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+        LOG.exception("the command failed")  # scrubbed too: see redact.remember
+    print(f"{PROG}: error: {redact.scrub(message)}", file=sys.stderr)
     return getattr(args, "error_code", 1)
 
 

@@ -34,6 +34,8 @@ from oslo_middleware.healthcheck import pluginbase
 from sqlalchemy import exc as sa_exc
 from stevedore import extension
 
+from placement_svc import redact
+
 LOG = logging.getLogger(__name__)
 PATH = "/healthcheck"
 CHECK_NAME = "placement_database"
@@ -87,7 +89,7 @@ class DatabaseCheck(pluginbase.HealthcheckBaseExtension):
             result = pluginbase.HealthcheckResult(
                 available=False,
                 reason="The database cannot be reached",
-                details=f"backend {self.db.backend}: {' '.join(str(orig).split())}",
+                details=f"backend {self.db.backend}: {redact.scrub(' '.join(str(orig).split()))}",
             )
         else:
             result = pluginbase.HealthcheckResult(

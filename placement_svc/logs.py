@@ -38,6 +38,8 @@ from oslo_config import cfg
 from oslo_log import formatters
 from oslo_log import log as oslo_log
 
+from placement_svc import redact
+
 PROJECT = "placement"
 # The request being answered (requestlog.py sets it): its ids for every line
 # logged meanwhile, in the [...] of oslo.log's context format.
@@ -90,6 +92,9 @@ def setup(conf: cfg.ConfigOpts, level: int = logging.INFO) -> None:
     for handler in root.handlers:
         handler.addFilter(_RequestContext())
         _one_line(handler)
+    # No line shows the database's password, the WSGI entry point's included
+    # (redact.py; cli.py calls it too, for handlers set up later).
+    redact.guard_handlers()
     if conf.log_config_append:
         return
     for handler in root.handlers:
