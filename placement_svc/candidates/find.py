@@ -137,7 +137,9 @@ def _answer(
     return _Worked(answer, found, tally)
 
 
-def _search(conn: Connection, wanted: Request, settings: Settings, first: int | None = None):
+def _search(
+    conn: Connection, wanted: Request, settings: Settings, first: int | None = None
+) -> Found:
     """search.search, with the request's budget of walk steps."""
     found = search.search(conn, wanted, first=first)
     found.budget = model.Budget(settings.budget)

@@ -139,7 +139,9 @@ def placeable(
             for pid in options[index]:
                 if amount < smallest.get(pid, amount + 1):
                     smallest[pid] = amount
-        capacity = {pid: max(room[(pid, rc)].free, 0) // least for pid, least in smallest.items()}
+        capacity = {
+            pid: int(max(room[(pid, rc)].free, 0) // least) for pid, least in smallest.items()
+        }
         if not _matched(asking, options, capacity):
             return False
     return True
