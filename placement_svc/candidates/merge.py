@@ -481,40 +481,77 @@ class _Walk:
                         dead_ends = dead_ends or set()
                         dead_ends.add(signature)
 
-        def visit(index: int) -> Iterator[Assignment]:
-            slot = slots[index]
-            deeper = leaves if index + 1 == last else functools.partial(visit, index + 1)
-            dead_ends = None  # signatures of fresh providers whose branch gave nothing
-            budget.spend(len(options[index]))
-            for pid in options[index]:
-                if not fits(pid, slot, used, granular_users, isolated_users, assigned):
-                    continue
-                fresh = not in_use.get(pid)
-                if fresh and dead_ends is not None:
-                    signature = mirrors.signature(pid)
-                    if signature is not None and signature in dead_ends:
-                        continue
-                first_granular = slot.granular and not granular_users.get(pid)
-                assigned.append(pid)
-                in_use[pid] = in_use.get(pid, 0) + 1
-                self._place(pid, slot, used, granular_users, isolated_users, 1)
-                bound.place(slot, pid, first_granular, 1)
-                produced = False
-                if bound.allows(demand[index + 1]) and still_valid(assigned, index):
-                    for assignment in deeper():
-                        produced = True
-                        yield assignment
+        def visit() -> Iterator[Assignment]:
+            """Every slot but the last, depth first, on an explicit stack (no
+            recursion, whatever the number of slots): at each depth the
+            providers of its options in turn; one that fits is placed, the
+            walk goes a slot deeper, and it is taken back when that is done.
+            A fresh provider whose branch gave nothing makes its mirrors dead
+            ends at that depth."""
+            positions = [0] * last  # the next option to try, per depth
+            dead: list[set[Any] | None] = [None] * last  # dead-end signatures, per depth
+            # per depth: the provider placed, fresh, its first granular use,
+            # and how many assignments had been yielded when it was placed
+            placed: list[tuple[int, bool, bool, int]] = [(0, False, False, 0)] * last
+            yielded = 0
+
+            def take_back(index: int, yielded: int) -> None:
+                pid, fresh, first_granular, before = placed[index]
+                slot = slots[index]
                 bound.place(slot, pid, first_granular, -1)
                 self._place(pid, slot, used, granular_users, isolated_users, -1)
                 in_use[pid] -= 1
                 assigned.pop()
-                if fresh and not produced:
+                if fresh and yielded == before:
                     signature = mirrors.signature(pid)
                     if signature is not None:
-                        dead_ends = dead_ends or set()
-                        dead_ends.add(signature)
+                        dead[index] = dead[index] or set()
+                        dead[index].add(signature)  # type: ignore[union-attr]
 
-        return leaves() if last == 0 else visit(0)
+            index = 0
+            budget.spend(len(options[0]))
+            while True:
+                slot, mine, at = slots[index], options[index], positions[index]
+                chosen, fresh = None, False
+                while at < len(mine):
+                    pid = mine[at]
+                    at += 1
+                    if not fits(pid, slot, used, granular_users, isolated_users, assigned):
+                        continue
+                    fresh = not in_use.get(pid)
+                    dead_ends = dead[index]
+                    if fresh and dead_ends is not None:
+                        signature = mirrors.signature(pid)
+                        if signature is not None and signature in dead_ends:
+                            continue
+                    chosen = pid
+                    break
+                positions[index] = at
+                if chosen is None:  # this depth is done: back to the one above
+                    if index == 0:
+                        return
+                    index -= 1
+                    take_back(index, yielded)
+                    continue
+                first_granular = slot.granular and not granular_users.get(chosen)
+                assigned.append(chosen)
+                in_use[chosen] = in_use.get(chosen, 0) + 1
+                self._place(chosen, slot, used, granular_users, isolated_users, 1)
+                bound.place(slot, chosen, first_granular, 1)
+                placed[index] = (chosen, fresh, first_granular, yielded)
+                if bound.allows(demand[index + 1]) and still_valid(assigned, index):
+                    if index + 1 < last:  # a slot deeper, from its first option
+                        index += 1
+                        positions[index] = 0
+                        dead[index] = None
+                        budget.spend(len(options[index]))
+                        continue
+                    for assignment in leaves():
+                        yielded += 1
+                        yield assignment
+                take_back(index, yielded)
+
+        return leaves() if last == 0 else visit()
 
     def _fits(
         self,

@@ -409,3 +409,17 @@ def test_a_walk_past_its_budget_stops_with_the_budget_it_had():
     found.budget = model.Budget(5000)
     assert len(merge.take(merge.generate(req, found), 3, None)) == 3
     assert found.budget.left > 4900
+
+
+def test_the_walk_does_not_recurse_once_per_slot():
+    """1,500 slots (an unsuffixed group of as many classes, each on a root
+    and its child): deeper than Python's recursion limit of frames, and the
+    walk still finds the first candidates."""
+    classes = [f"CUSTOM_C{i}" for i in range(1500)]
+    world = World()
+    world.provider("HOST", room={rc: 1 for rc in classes})
+    world.provider("CHILD", "HOST", room={rc: 1 for rc in classes})
+    req = ask("resources=" + ",".join(f"{rc}:1" for rc in classes))
+    found = world.offer(req)
+    chosen = merge.take(merge.generate(req, found), 2, None)
+    assert len(chosen) == 2
