@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import importlib.metadata
+import json
 import logging
 import logging.config
 import os
@@ -40,12 +41,27 @@ import shutil
 import socket
 import sys
 import tempfile
+import uuid
 
 from gunicorn import glogging
+from gunicorn import util as gunicorn_util
 from gunicorn.app.base import BaseApplication
+from gunicorn.http import errors as http_errors
+from gunicorn.http import message as http_message
+from gunicorn.http import parser as http_parser
 from gunicorn.workers.sync import SyncWorker
 
-from placement_svc import candidates_commands, logs, metrics, policy, redact, runtime, status
+from placement_svc import (
+    candidates_commands,
+    errors,
+    logs,
+    metrics,
+    middleware,
+    policy,
+    redact,
+    runtime,
+    status,
+)
 from placement_svc.bootstrap import (
     LOG_FORMAT,
     PROG,
@@ -196,10 +212,36 @@ class DrainingSyncWorker(SyncWorker):
     What is still running after the graceful timeout is killed by the master.
     """
 
+    def init_process(self):
+        # This process's requests are read by _BoundedRequest (gunicorn makes
+        # them through RequestParser.mesg_class).
+        http_parser.RequestParser.mesg_class = _BoundedRequest
+        super().init_process()
+
     def run(self):
         super().run()
         if not self.alive:  # told to stop, not orphaned
             self._answer_queued()
+
+    def handle_error(self, req, client, addr, exc):
+        """A request line over REQUEST_LINE_LIMIT: upstream's JSON 414, as the
+        application answers a URL over its limit; any other error as
+        gunicorn answers it."""
+        if not isinstance(exc, http_errors.LimitRequestLine):
+            return super().handle_error(req, client, addr, exc)
+        self.log.info("refused a request line over %d bytes from %s", REQUEST_LINE_LIMIT, addr)
+        error = errors.UriTooLong(f"The request line is longer than {REQUEST_LINE_LIMIT} bytes.")
+        body = json.dumps(errors.error_body(error, f"req-{uuid.uuid4()}", True)).encode()
+        head = (
+            "HTTP/1.1 414 Request-URI Too Long\r\n"
+            "Connection: close\r\n"
+            "Content-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        try:
+            gunicorn_util.write_nonblock(client, head.encode() + body)
+        except OSError:
+            pass
 
     def _answer_queued(self) -> None:
         queued = []
@@ -217,6 +259,21 @@ class DrainingSyncWorker(SyncWorker):
         for listener, client, peer in queued:
             client.setblocking(True)
             self.handle(listener, client, peer)
+
+
+# The longest request line read: the application's longest URL (it answers
+# a longer one with a JSON 414 itself), with room for the method and the
+# version. gunicorn's own cap is at most 8190 bytes, too short for that, and
+# 0 (no cap) let a 10 MB line be read whole, in time quadratic in its length.
+REQUEST_LINE_LIMIT = middleware.MAX_URL_LENGTH + 32
+
+
+class _BoundedRequest(http_message.Request):
+    """gunicorn's request, whose line is refused as soon as REQUEST_LINE_LIMIT
+    bytes have come without its end."""
+
+    def read_line(self, unreader, buf, limit=0):
+        return super().read_line(unreader, buf, limit or REQUEST_LINE_LIMIT)
 
 
 class _Closed:
