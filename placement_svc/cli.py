@@ -119,6 +119,8 @@ def serve(conf, args) -> None:
         check_bind(_config_bind(metrics_listen, "[metrics] listen"))
     prepare_database(conf, create_if_empty=True, wait=True)
     build_app(conf)  # fail here, once, rather than in every worker
+    global REQUEST_LINE_LIMIT  # read by the workers, forked from here on
+    REQUEST_LINE_LIMIT = conf.api.max_request_line
     if conf.metrics.enabled:
         share_metrics()  # for the workers, forked from here on
     LOG.info(
@@ -137,9 +139,12 @@ def serve(conf, args) -> None:
         "proc_name": PROG,
         "accesslog": None,  # placement_svc.requests logs every request instead
         # gunicorn's own cap on the request line (4094 bytes, at most 8190)
-        # is off: the application's (middleware.MAX_URL_LENGTH) answers a
-        # longer URL with a JSON 414, and lets a bulk read name 1000 uuids.
+        # is off: _BoundedRequest applies [api] max_request_line instead,
+        # which lets through the application's longest URL (a bulk read
+        # names 1000 uuids).
         "limit_request_line": 0,
+        "limit_request_fields": conf.api.max_header_fields,
+        "limit_request_field_size": conf.api.max_header_field_size,
         "logger_class": _GunicornLogs,
         "child_exit": _worker_exited,
     }
@@ -224,16 +229,21 @@ class DrainingSyncWorker(SyncWorker):
             self._answer_queued()
 
     def handle_error(self, req, client, addr, exc):
-        """A request line over REQUEST_LINE_LIMIT: upstream's JSON 414, as the
-        application answers a URL over its limit; any other error as
-        gunicorn answers it."""
-        if not isinstance(exc, http_errors.LimitRequestLine):
+        """A request line or header section over its limits: upstream's JSON
+        error (414, or 400 as the application words a bad request) rather
+        than gunicorn's HTML; any other error as gunicorn answers it."""
+        if isinstance(exc, http_errors.LimitRequestLine):
+            error: errors.PlacementError = errors.UriTooLong(
+                f"The request line is longer than {REQUEST_LINE_LIMIT} bytes."
+            )
+        elif isinstance(exc, http_errors.LimitRequestHeaders):
+            error = errors.BadRequest(f"The request's header fields are over a limit: {exc}.")
+        else:
             return super().handle_error(req, client, addr, exc)
-        self.log.info("refused a request line over %d bytes from %s", REQUEST_LINE_LIMIT, addr)
-        error = errors.UriTooLong(f"The request line is longer than {REQUEST_LINE_LIMIT} bytes.")
+        self.log.info("refused a request from %s: %s", addr, error.message)
         body = json.dumps(errors.error_body(error, f"req-{uuid.uuid4()}", True)).encode()
         head = (
-            "HTTP/1.1 414 Request-URI Too Long\r\n"
+            f"HTTP/1.1 {error.status} {error.title}\r\n"
             "Connection: close\r\n"
             "Content-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n"
@@ -243,28 +253,12 @@ class DrainingSyncWorker(SyncWorker):
         except OSError:
             pass
 
-    def _answer_queued(self) -> None:
-        queued = []
-        for listener in self.sockets:
-            try:
-                address = listener.getsockname()
-                listener.setblocking(False)
-                while True:
-                    client, peer = listener.accept()
-                    queued.append((_Closed(address), client, peer))
-            except OSError:  # BlockingIOError: none left; any other: nothing to take
-                pass
-            finally:
-                listener.close()
-        for listener, client, peer in queued:
-            client.setblocking(True)
-            self.handle(listener, client, peer)
 
-
-# The longest request line read: the application's longest URL (it answers
-# a longer one with a JSON 414 itself), with room for the method and the
-# version. gunicorn's own cap is at most 8190 bytes, too short for that, and
-# 0 (no cap) let a 10 MB line be read whole, in time quadratic in its length.
+# The longest request line read ([api] max_request_line, which serve sets
+# here before the workers fork): by default the application's longest URL
+# (it answers a longer one with a JSON 414 itself), with room for the method
+# and the version. gunicorn's own cap is at most 8190 bytes, too short for
+# that, and 0 (no cap) let a 10 MB line be read whole, in quadratic time.
 REQUEST_LINE_LIMIT = middleware.MAX_URL_LENGTH + 32
 
 

@@ -128,6 +128,33 @@ api_opts = [
         "placement-svc's own versions (1.40 and later, see docs/microversions.rst) "
         "are then refused as any version upstream does not know, with 406.",
     ),
+    cfg.IntOpt(
+        "max_request_line",
+        default=40992,
+        min=4096,
+        help="placement-svc's own, for 'placement-svc serve': the longest "
+        "request line (method, URL and HTTP version) read, in bytes. A longer "
+        "one is answered 414 as soon as this many bytes have come, without "
+        "reading the rest. The default lets through the longest URL the "
+        "application takes (40,960 characters, answered 414 past that).",
+    ),
+    cfg.IntOpt(
+        "max_header_fields",
+        default=100,
+        min=1,
+        max=32768,
+        help="placement-svc's own, for 'placement-svc serve': the most header "
+        "fields a request may have; more are refused with 400.",
+    ),
+    cfg.IntOpt(
+        "max_header_field_size",
+        default=8190,
+        min=1024,
+        max=8190,
+        help="placement-svc's own, for 'placement-svc serve': the longest "
+        "header field (name and value), in bytes; a longer one is refused "
+        "with 400 as soon as that many bytes have come.",
+    ),
 ]
 
 placement_opts = [

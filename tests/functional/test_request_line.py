@@ -82,3 +82,23 @@ def test_urls_up_to_the_applications_limit_still_reach_it(tmp_path):
         head, _sep, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 414 "), answer[:200]
         assert "longer than 40960 characters" in json.loads(body)["errors"][0]["detail"]
+
+
+def test_the_limits_are_options(tmp_path):
+    conf = conf_with(tmp_path, "[api]\nmax_request_line = 5000\nmax_header_fields = 5\n")
+    with serving(tmp_path, conf) as (base, _log):
+        line = "GET /?" + "x" * 5000 + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        _seconds, answer = raw_answer(base, line.encode())
+        head, _sep, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 414 "), answer[:200]
+        assert "longer than 5000 bytes" in json.loads(body)["errors"][0]["detail"]
+        many = "".join(f"X-Extra-{n}: {n}\r\n" for n in range(6))
+        line = f"GET / HTTP/1.1\r\nHost: t\r\n{many}Connection: close\r\n\r\n"
+        _seconds, answer = raw_answer(base, line.encode())
+        head, _sep, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 "), answer[:200]
+        assert b"Content-Type: application/json" in head
+        assert "header fields are over a limit" in json.loads(body)["errors"][0]["detail"]
+        line = "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        _seconds, answer = raw_answer(base, line.encode())
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
