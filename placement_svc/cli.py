@@ -228,6 +228,23 @@ class DrainingSyncWorker(SyncWorker):
         if not self.alive:  # told to stop, not orphaned
             self._answer_queued()
 
+    def _answer_queued(self) -> None:
+        queued = []
+        for listener in self.sockets:
+            try:
+                address = listener.getsockname()
+                listener.setblocking(False)
+                while True:
+                    client, peer = listener.accept()
+                    queued.append((_Closed(address), client, peer))
+            except OSError:  # BlockingIOError: none left; any other: nothing to take
+                pass
+            finally:
+                listener.close()
+        for listener, client, peer in queued:
+            client.setblocking(True)
+            self.handle(listener, client, peer)
+
     def handle_error(self, req, client, addr, exc):
         """A request line or header section over its limits: upstream's JSON
         error (414, or 400 as the application words a bad request) rather
