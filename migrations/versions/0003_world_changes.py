@@ -6,7 +6,8 @@ same database during a rolling switch, SQL by hand) went unseen until a
 process's kept shape grew old, and every shape-changing transaction of
 every process queued on that row. Now triggers on the shape's tables move
 one of STRIPES rows, the one of the writing session, and the generation is
-their sum (placement_svc/db/shape_changes.py).
+their sum (placement_svc/db/shape_changes.py). The old row stays for the
+processes of the previous release during a rolling upgrade.
 
 Revision ID: 0003
 Revises: 0002
@@ -43,19 +44,23 @@ def upgrade():
         op.bulk_insert(table, shape_changes.initial_rows())
     shape_changes.drop(bind)
     shape_changes.create(bind)
-    if "world_generation" in present:
-        op.drop_table("world_generation")
+    # world_generation stays: processes of the previous release, still
+    # serving during a rolling upgrade, update it in every shape write and
+    # read it for every candidates request. Nothing of this release reads
+    # it; db hand-back drops it.
 
 
 def downgrade():
-    table = op.create_table(
-        "world_generation",
-        sa.Column("id", sa.Integer(), nullable=False, autoincrement=False),
-        sa.Column("generation", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("id"),
-        mysql_charset="utf8mb4",
-        mysql_engine="InnoDB",
-    )
-    op.bulk_insert(table, [{"id": 1, "generation": 0}])
-    shape_changes.drop(op.get_bind())
+    bind = op.get_bind()
+    if "world_generation" not in set(sa.inspect(bind).get_table_names()):
+        table = op.create_table(
+            "world_generation",
+            sa.Column("id", sa.Integer(), nullable=False, autoincrement=False),
+            sa.Column("generation", sa.BigInteger(), nullable=False),
+            sa.PrimaryKeyConstraint("id"),
+            mysql_charset="utf8mb4",
+            mysql_engine="InnoDB",
+        )
+        op.bulk_insert(table, [{"id": 1, "generation": 0}])
+    shape_changes.drop(bind)
     op.drop_table(shape_changes.TABLE)
