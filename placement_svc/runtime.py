@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
+import os
 
 # A candidates request allocates tens of thousands of short-lived objects; with
 # the default thresholds the collector runs full passes over every long-lived
@@ -16,3 +19,47 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+# After an answer, a worker whose resident memory is this much above what it
+# had after its first request hands its free memory back to the system.
+GIVE_BACK_ABOVE = 32 * 1024 * 1024
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_settled: int | None = None
+
+
+def _resident() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None  # not Linux: nothing to measure
+
+
+def _malloc_trim():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None  # not glibc
+
+
+_trim = _malloc_trim()
+
+
+def give_back_memory() -> None:
+    """Called after each answer: when the process holds much more memory
+    than after its first answer (a huge answer, or a search ended by its
+    budget, made and dropped millions of objects), collect and ask glibc to
+    return its free pages, which it otherwise keeps for the process's life."""
+    global _settled
+    resident = _resident()
+    if resident is None:
+        return
+    if _settled is None:
+        _settled = resident
+        return
+    if resident - _settled > GIVE_BACK_ABOVE:
+        gc.collect()
+        if _trim is not None:
+            _trim(0)

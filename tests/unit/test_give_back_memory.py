@@ -1,0 +1,54 @@
+"""runtime.give_back_memory: after an answer, a serve worker that holds much
+more memory than after its first answer collects and trims (issue 28,
+item 3: a worker's memory returns after a large answer)."""
+
+from __future__ import annotations
+
+import pytest
+
+from placement_svc import runtime
+
+MB = 1024 * 1024
+
+
+@pytest.fixture
+def process(monkeypatch):
+    state = {"resident": 100 * MB, "trims": 0, "collections": 0}
+    monkeypatch.setattr(runtime, "_settled", None)
+    monkeypatch.setattr(runtime, "_resident", lambda: state["resident"])
+
+    def trim(_pad):
+        state["trims"] += 1
+
+    def collect():
+        state["collections"] += 1
+
+    monkeypatch.setattr(runtime, "_trim", trim)
+    monkeypatch.setattr(runtime.gc, "collect", collect)
+    return state
+
+
+def test_the_first_answer_sets_the_mark_and_small_growth_is_left_alone(process):
+    runtime.give_back_memory()  # the first answer: what a settled worker holds
+    process["resident"] += 30 * MB
+    runtime.give_back_memory()
+    assert (process["trims"], process["collections"]) == (0, 0)
+
+
+def test_growth_past_the_mark_is_collected_and_trimmed(process):
+    runtime.give_back_memory()
+    process["resident"] += runtime.GIVE_BACK_ABOVE + MB
+    runtime.give_back_memory()
+    assert (process["trims"], process["collections"]) == (1, 1)
+
+
+def test_without_proc_nothing_is_done(process, monkeypatch):
+    monkeypatch.setattr(runtime, "_resident", lambda: None)
+    runtime.give_back_memory()
+    runtime.give_back_memory()
+    assert (process["trims"], process["collections"]) == (0, 0)
+
+
+def test_this_process_can_measure_and_trim():
+    assert runtime._resident() > 10 * MB  # Linux: /proc/self/statm
+    assert runtime._trim is not None  # glibc: malloc_trim
