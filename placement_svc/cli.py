@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import importlib.metadata
-import json
 import logging
 import logging.config
 import os
@@ -41,22 +40,15 @@ import shutil
 import socket
 import sys
 import tempfile
-import uuid
 
 from gunicorn import glogging
-from gunicorn import util as gunicorn_util
 from gunicorn.app.base import BaseApplication
-from gunicorn.http import errors as http_errors
-from gunicorn.http import message as http_message
-from gunicorn.http import parser as http_parser
-from gunicorn.workers.sync import SyncWorker
 
 from placement_svc import (
     candidates_commands,
-    errors,
+    http_worker,
     logs,
     metrics,
-    middleware,
     policy,
     redact,
     runtime,
@@ -119,8 +111,7 @@ def serve(conf, args) -> None:
         check_bind(_config_bind(metrics_listen, "[metrics] listen"))
     prepare_database(conf, create_if_empty=True, wait=True)
     build_app(conf)  # fail here, once, rather than in every worker
-    global REQUEST_LINE_LIMIT  # read by the workers, forked from here on
-    REQUEST_LINE_LIMIT = conf.api.max_request_line
+    http_worker.configure(conf)  # read by the workers, forked from here on
     if conf.metrics.enabled:
         share_metrics()  # for the workers, forked from here on
     LOG.info(
@@ -133,13 +124,14 @@ def serve(conf, args) -> None:
         "bind": args.bind,
         "workers": args.workers,
         # SIGTERM: stop accepting, let every request already accepted finish,
-        # kill what still runs after this many seconds (see DrainingSyncWorker).
+        # kill what still runs after this many seconds (see ReadAheadWorker).
         "graceful_timeout": args.graceful_timeout,
-        "worker_class": DrainingSyncWorker,
+        "worker_class": http_worker.ReadAheadWorker,
+        "sendfile": False,  # answers go through the worker's buffers
         "proc_name": PROG,
         "accesslog": None,  # placement_svc.requests logs every request instead
         # gunicorn's own cap on the request line (4094 bytes, at most 8190)
-        # is off: _BoundedRequest applies [api] max_request_line instead,
+        # is off: the worker applies [api] max_request_line instead,
         # which lets through the application's longest URL (a bulk read
         # names 1000 uuids).
         "limit_request_line": 0,
@@ -198,104 +190,6 @@ def share_metrics() -> None:
 
 def _worker_exited(_server, worker) -> None:
     metrics.process_dead(worker.pid)
-
-
-class DrainingSyncWorker(SyncWorker):
-    """gunicorn's sync worker, which also answers, when it is told to stop,
-    the connections the kernel has already accepted on its behalf.
-
-    On SIGTERM gunicorn's master closes its listening sockets and tells each
-    worker to stop; a sync worker finishes the request it is serving and
-    exits. The connections still queued on the listening socket (made, their
-    requests sent, waiting for a worker to accept them) were reset when the
-    last worker closed it: under load, every request beyond the ones in
-    progress failed with "connection reset by peer". This worker, once its
-    loop has ended, accepts every connection still queued for it, closes its
-    copy of the listening socket (when every worker has, new connections are
-    refused, which a client or a load balancer can retry elsewhere, rather
-    than reset after the request was sent) and answers the ones it took.
-    What is still running after the graceful timeout is killed by the master.
-    """
-
-    def init_process(self):
-        # This process's requests are read by _BoundedRequest (gunicorn makes
-        # them through RequestParser.mesg_class).
-        http_parser.RequestParser.mesg_class = _BoundedRequest
-        super().init_process()
-
-    def run(self):
-        super().run()
-        if not self.alive:  # told to stop, not orphaned
-            self._answer_queued()
-
-    def _answer_queued(self) -> None:
-        queued = []
-        for listener in self.sockets:
-            try:
-                address = listener.getsockname()
-                listener.setblocking(False)
-                while True:
-                    client, peer = listener.accept()
-                    queued.append((_Closed(address), client, peer))
-            except OSError:  # BlockingIOError: none left; any other: nothing to take
-                pass
-            finally:
-                listener.close()
-        for listener, client, peer in queued:
-            client.setblocking(True)
-            self.handle(listener, client, peer)
-
-    def handle_error(self, req, client, addr, exc):
-        """A request line or header section over its limits: upstream's JSON
-        error (414, or 400 as the application words a bad request) rather
-        than gunicorn's HTML; any other error as gunicorn answers it."""
-        if isinstance(exc, http_errors.LimitRequestLine):
-            error: errors.PlacementError = errors.UriTooLong(
-                f"The request line is longer than {REQUEST_LINE_LIMIT} bytes."
-            )
-        elif isinstance(exc, http_errors.LimitRequestHeaders):
-            error = errors.BadRequest(f"The request's header fields are over a limit: {exc}.")
-        else:
-            return super().handle_error(req, client, addr, exc)
-        self.log.info("refused a request from %s: %s", addr, error.message)
-        body = json.dumps(errors.error_body(error, f"req-{uuid.uuid4()}", True)).encode()
-        head = (
-            f"HTTP/1.1 {error.status} {error.title}\r\n"
-            "Connection: close\r\n"
-            "Content-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        )
-        try:
-            gunicorn_util.write_nonblock(client, head.encode() + body)
-        except OSError:
-            pass
-
-
-# The longest request line read ([api] max_request_line, which serve sets
-# here before the workers fork): by default the application's longest URL
-# (it answers a longer one with a JSON 414 itself), with room for the method
-# and the version. gunicorn's own cap is at most 8190 bytes, too short for
-# that, and 0 (no cap) let a 10 MB line be read whole, in quadratic time.
-REQUEST_LINE_LIMIT = middleware.MAX_URL_LENGTH + 32
-
-
-class _BoundedRequest(http_message.Request):
-    """gunicorn's request, whose line is refused as soon as REQUEST_LINE_LIMIT
-    bytes have come without its end."""
-
-    def read_line(self, unreader, buf, limit=0):
-        return super().read_line(unreader, buf, limit or REQUEST_LINE_LIMIT)
-
-
-class _Closed:
-    """What SyncWorker.handle asks of the listening socket a connection came
-    from (its address, for the WSGI environ), once that socket is closed."""
-
-    def __init__(self, address):
-        self.address = address
-
-    def getsockname(self):
-        return self.address
 
 
 class _Gunicorn(BaseApplication):

@@ -155,6 +155,46 @@ api_opts = [
         "header field (name and value), in bytes; a longer one is refused "
         "with 400 as soon as that many bytes have come.",
     ),
+    cfg.IntOpt(
+        "client_header_timeout",
+        default=20,
+        min=1,
+        help="placement-svc's own, for 'placement-svc serve': the seconds a "
+        "client has, from when its connection is accepted, to send its "
+        "request line and headers. Then the connection is closed, with a 408 "
+        "if part of a request came. A worker reads every connection's "
+        "request at once, without waiting for any: a slow client holds a "
+        "socket, never a worker.",
+    ),
+    cfg.IntOpt(
+        "client_body_timeout",
+        default=20,
+        min=1,
+        help="placement-svc's own, for 'placement-svc serve': the most "
+        "seconds a request's body may come without a byte (then 408), and "
+        "a client may read none of its answer (then its connection is "
+        "closed).",
+    ),
+    cfg.IntOpt(
+        "max_client_connections",
+        default=1000,
+        min=16,
+        help="placement-svc's own, for 'placement-svc serve': the most client "
+        "connections each worker process holds (sending their requests, "
+        "waiting for their turn, reading their answers). At the cap the one "
+        "that has been sending its request the longest is closed to make "
+        "room. The open-file limit is raised to make room for them if it can "
+        "be; a warning says when it cannot.",
+    ),
+    cfg.IntOpt(
+        "max_pending_request_bytes",
+        default=64 * 1024 * 1024,
+        min=16 * 1024 * 1024,
+        help="placement-svc's own, for 'placement-svc serve': the most memory, "
+        "in bytes, that the unfinished requests one worker process is reading "
+        "may hold. Past it the one holding the most is answered 503 with "
+        "Retry-After.",
+    ),
 ]
 
 placement_opts = [
@@ -205,11 +245,13 @@ placement_opts = [
         min=1,
         help="placement-svc's own: the most steps the search of one "
         "GET /allocation_candidates (or its explain or capacity) may take, a "
-        "step being one provider tried for one request group. A request that "
-        "needs more is answered 400, naming this option, instead of holding a "
-        "worker for as long as it takes. The default ends the costliest "
-        "searches within seconds of one CPU; the largest of the benchmarks "
-        "(bench/huge.py's 84,000 candidates) takes about 160,000 steps.",
+        "step being one provider tried for one request group, and each "
+        "candidate found costing one step per request group and resource "
+        "class it places. A request that needs more is answered 400, naming "
+        "this option, instead of holding a worker and its memory for as long "
+        "as it takes. The default ends the costliest searches within about a "
+        "second of one CPU; the largest of the benchmarks (bench/huge.py's "
+        "84,000 candidates) takes about 580,000 steps.",
     ),
     cfg.IntOpt(
         "max_request_groups",

@@ -35,6 +35,7 @@ EXPLANATIONS = {
     404: "The resource could not be found.",
     405: "The method specified is not allowed for this resource.",
     406: "The resource could not be generated that was acceptable to your browser.",
+    408: "Server timeout waiting for the HTTP request from the client.",
     409: "There was a conflict when trying to complete your request.",
     413: "The request is larger than the server is willing or able to process.",
     414: "The request URI is longer than the server is willing to interpret.",
@@ -123,6 +124,10 @@ class MethodNotAtThisVersion(PlacementError):
 
 class NotAcceptable(PlacementError):
     status = 406
+
+
+class RequestTimeout(PlacementError):
+    status = 408
 
 
 class Conflict(PlacementError):

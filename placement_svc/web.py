@@ -79,7 +79,12 @@ def require_json(req: falcon.Request) -> None:
 def read_json(req: falcon.Request, schema: Schema | None = None):
     """The request body as JSON, checked for media type, syntax and schema."""
     require_json(req)
-    raw = req.bounded_stream.read(MAX_BODY_BYTES + 1)
+    if req.content_length is None and req.env.get("wsgi.input_terminated"):
+        # A chunked body (no Content-Length): the server ends wsgi.input
+        # where the body ends, as gunicorn does; upstream's webob reads it so.
+        raw = req.stream.read(MAX_BODY_BYTES + 1)
+    else:
+        raw = req.bounded_stream.read(MAX_BODY_BYTES + 1)
     if len(raw) > MAX_BODY_BYTES:
         raise errors.PayloadTooLarge(f"Request body is larger than {MAX_BODY_BYTES} bytes.")
     try:

@@ -43,6 +43,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -62,6 +63,7 @@ from tests.functional.test_cli import (
     run,
     write_conf,
 )
+from tests.functional.test_slow_clients import attack
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -172,6 +174,10 @@ class TestSystemdUnit:
         socket() of a family outside RestrictAddressFamilies= and a
         writable executable mapping fail (MemoryDenyWriteExecute=).
 
+        The open-file limit is the unit's (systemd's default, 1024 soft,
+        when it sets no LimitNOFILE=): the workers raise it for [api]
+        max_client_connections through prlimit64, which @default allows.
+
         The gunicorn master, its workers and a write to the SQLite
         database all run under it, and the service stops cleanly. One
         difference: this test runs as root, and SQLite hands a new journal
@@ -196,6 +202,10 @@ class TestSystemdUnit:
             status, body = get(base + "/traits?name=in:CUSTOM_DEPLOY", ADMIN_LATEST)
             assert (status, body) == (200, {"traits": ["CUSTOM_DEPLOY"]})
             assert get_text(base + "/healthcheck") == (200, "OK")
+            # the workers' read-ahead loop under the same filters, under attack
+            with attack(base, "trickled headers"):
+                time.sleep(1.5)
+                assert get_text(base + "/healthcheck") == (200, "OK")
         text = log.read_text()
         assert "SIGSYS" not in text and "Traceback" not in text, text
 
@@ -268,10 +278,13 @@ def confinement(unit: dict[str, list[str]]) -> dict:
     # rt_sigreturn(), sigreturn() [...] are implicitly allow-listed".
     allow |= {"execve", "exit", "exit_group", "getrlimit", "rt_sigreturn", "sigreturn"}
     families = [int(getattr(socket, name)) for name in unit["RestrictAddressFamilies"][0].split()]
+    nofile = unit.get("LimitNOFILE", ["1024:524288"])[0]
+    soft, _colon, hard = nofile.partition(":")
     return {
         "allow": sorted(allow),
         "families": families,
         "mdwe": unit["MemoryDenyWriteExecute"] == ["yes"],
+        "nofile": [int(soft), int(hard or soft)],
     }
 
 
@@ -334,6 +347,10 @@ def load(ctx):
 
 
 spec = json.load(open(sys.argv[1]))
+# LimitNOFILE=, or systemd's default (1024 soft) when the unit sets none.
+import resource
+_soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(spec["nofile"][0], hard), hard))
 ctx = lib.seccomp_init(ALLOW)
 if spec["mdwe"]:
     wx = PROT_WRITE | PROT_EXEC
@@ -504,6 +521,11 @@ class TestContainerfile:
         with answering(argv, tmp_path, port):
             result = run_healthcheck(port, tmp_path)
             assert result.returncode == 0, result.stderr
+            # 200 clients trickling their headers do not fail the health check
+            with attack(f"http://127.0.0.1:{port}", "trickled headers"):
+                time.sleep(1.5)
+                result = run_healthcheck(port, tmp_path)
+                assert result.returncode == 0, result.stderr
         result = run_healthcheck(port, tmp_path)  # nothing listens any more
         assert result.returncode != 0
 

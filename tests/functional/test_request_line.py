@@ -17,7 +17,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from placement_svc import cli, middleware
+from placement_svc import http_worker, middleware
 from tests.functional.test_cli import serving
 from tests.functional.test_logging import conf_with
 
@@ -56,7 +56,8 @@ def test_a_ten_megabyte_request_line_is_refused_before_it_is_read(tmp_path):
         assert b"Content-Type: application/json" in head
         error = json.loads(body)["errors"][0]
         assert error["status"] == 414
-        assert f"The request line is longer than {cli.REQUEST_LINE_LIMIT} bytes." in error["detail"]
+        limit = http_worker.LIMITS.request_line
+        assert f"The request line is longer than {limit} bytes." in error["detail"]
         assert seconds < 2, seconds  # the whole 10 MB would take tens of seconds
         # the worker is free at once
         started = time.monotonic()
