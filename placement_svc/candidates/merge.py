@@ -354,6 +354,7 @@ class _Walk:
         self.reach = [index.get((slot.suffix, slot.key), {}) for slot in self.slots]
         self.subtree_done = subtree.completion(request, self.slots)
         self.apart_done = subtree.apart_completion(request, self.slots)
+        self.subtree_partial = subtree.partial(request, self.slots)
         self.nested = request.nested
         # What a tree of one provider must hold, if it is to serve every slot.
         self.totals: dict[str, int] = {}
@@ -367,7 +368,7 @@ class _Walk:
         self.classes = tuple(self.totals)
         self.demand = prune.demand_after(self.slots)
         self.checked = {i for i, slot in enumerate(self.slots) if slot.collective_any_of}
-        self.checked.update(self.subtree_done, self.apart_done)
+        self.checked.update(self.subtree_done, self.apart_done, self.subtree_partial)
         self.budget = found.budget
 
     @functools.cached_property
@@ -418,6 +419,7 @@ class _Walk:
             if any(not (traits & one_of) for one_of in self.any_of):
                 return ()
         # The one candidate: the sums on ``pid``, every group mapped to it.
+        self.budget.spend(len(self.slots))
         return ((pid,) * len(self.slots),)
 
     def _only(self, choice: list[int]) -> Iterator[Assignment]:
@@ -425,12 +427,14 @@ class _Walk:
         used: dict[tuple[int, str], int] = {}
         granular_users: dict[int, int] = {}
         isolated_users: dict[int, int] = {}
+        option_sets = [{pid} for pid in choice] if self.subtree_partial else []
         for index, (slot, pid) in enumerate(zip(self.slots, choice)):
             if not self._fits(pid, slot, used, granular_users, isolated_users, choice[:index]):
                 return
             self._place(pid, slot, used, granular_users, isolated_users, 1)
-            if not self._still_valid(choice, index):
+            if not self._still_valid(choice, index, option_sets):
                 return
+        self.budget.spend(len(choice))
         yield tuple(choice)
 
     def _search(self, options: list[list[int]]) -> Iterator[Assignment]:
@@ -444,6 +448,8 @@ class _Walk:
         if self.shared_room and not prune.placeable(slots, options, self.found.room):
             return iter(())
         mirrors = prune.Mirrors(self.found, options, self.parents, self.classes)
+        # The trees' walks may be interleaved (breadth-first): this tree's own.
+        option_sets = [set(mine) for mine in options] if self.subtree_partial else []
         used: dict[tuple[int, str], int] = {}
         granular_users: dict[int, int] = {}  # provider -> granular slots it serves
         isolated_users: dict[int, int] = {}  # provider -> isolated slots it serves
@@ -462,6 +468,7 @@ class _Walk:
             slot = slots[last]
             dead_ends = None
             budget.spend(len(options[last]))
+            width = len(slots)
             for pid in options[last]:
                 if not fits(pid, slot, used, granular_users, isolated_users, assigned):
                     continue
@@ -471,8 +478,9 @@ class _Walk:
                     if signature is not None and signature in dead_ends:
                         continue
                 assigned.append(pid)
-                produced = not last_checked or still_valid(assigned, last)
+                produced = not last_checked or still_valid(assigned, last, option_sets)
                 if produced:
+                    budget.spend(width)  # a candidate: one step per slot it renders
                     yield tuple(assigned)
                 assigned.pop()
                 if fresh and not produced:
@@ -539,7 +547,7 @@ class _Walk:
                 self._place(chosen, slot, used, granular_users, isolated_users, 1)
                 bound.place(slot, chosen, first_granular, 1)
                 placed[index] = (chosen, fresh, first_granular, yielded)
-                if bound.allows(demand[index + 1]) and still_valid(assigned, index):
+                if bound.allows(demand[index + 1]) and still_valid(assigned, index, option_sets):
                     if index + 1 < last:  # a slot deeper, from its first option
                         index += 1
                         positions[index] = 0
@@ -595,8 +603,10 @@ class _Walk:
             if slot.isolated:
                 isolated_users[pid] = isolated_users.get(pid, 0) + sign
 
-    def _still_valid(self, assigned: list[int], index: int) -> bool:
-        """The rules of several groups that the slot at ``index`` completes."""
+    def _still_valid(self, assigned: list[int], index: int, option_sets: list[set[int]]) -> bool:
+        """The rules of several groups that the slot at ``index`` completes,
+        and whether the same_subtree sets it adds to can still hold (given
+        this tree's ``option_sets``: each slot's options)."""
         if index not in self.checked:  # most slots complete none
             return True
         slots, found = self.slots, self.found
@@ -610,6 +620,11 @@ class _Walk:
         for suffixes in self.subtree_done.get(index, ()):
             members = {pid for s, pid in zip(slots, assigned) if s.suffix in suffixes}
             if subtree.root(found, members) is None:
+                return False
+        for partial, later in self.subtree_partial.get(index, ()):
+            members = {pid for s, pid in zip(slots, assigned) if s.suffix in partial}
+            later_options = [option_sets[i] for i in later]
+            if not subtree.may_still_root(found, members, later_options):
                 return False
         for positive, negated in self.apart_done.get(index, ()):
             if not subtree.apart(found, slots, assigned, positive, negated):

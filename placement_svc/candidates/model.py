@@ -52,8 +52,10 @@ UNBOUNDED = 2**62
 class Budget:
     """The steps the walks of one request may take, all walks together (the
     answer's, and an explanation's): a step is one provider tried for one
-    slot. Spent past zero, the walk raises SearchBudgetExceeded, so no
-    request holds a worker without bound."""
+    slot, and each candidate found costs a step per slot (what keeping and
+    rendering it takes), so an answer too large to keep ends the walk too.
+    Spent past zero, the walk raises SearchBudgetExceeded, so no request
+    holds a worker without bound."""
 
     steps: int = UNBOUNDED
     left: int = field(init=False)

@@ -1,7 +1,9 @@
 """same_subtree and its negated groups (1.43): which provider is the subtree
 root of a set of groups' providers, and whether a negated group's provider
 keeps out of that subtree. Pure: the walk in merge.py asks these at the slot
-that completes each rule."""
+that completes each rule, and asks ``may_still_root`` at the slots before,
+so that a branch whose placed groups can no longer share a subtree ends at
+once rather than at its last slot."""
 
 from __future__ import annotations
 
@@ -26,6 +28,55 @@ def completion(request: Request, slots: Sequence[Slot]) -> dict[int, list[set[st
     for suffixes in request.same_subtrees:
         done.setdefault(max(last_index[s] for s in suffixes), []).append(suffixes)
     return done
+
+
+def partial(
+    request: Request, slots: Sequence[Slot]
+) -> dict[int, list[tuple[frozenset[str], tuple[int, ...]]]]:
+    """slot index -> (a same_subtree set, the indices of its slots still to
+    place) for each set that has two or more of its slots placed at that
+    index and one or more to come: where ``may_still_root`` can end a
+    branch before the set's last slot (``completion`` checks that one)."""
+    placed_by: dict[int, list[tuple[frozenset[str], tuple[int, ...]]]] = {}
+    for suffixes in request.same_subtrees:
+        mine = [i for i, slot in enumerate(slots) if slot.suffix in suffixes]
+        for k in range(1, len(mine) - 1):
+            placed_by.setdefault(mine[k], []).append((frozenset(suffixes), tuple(mine[k + 1 :])))
+    return placed_by
+
+
+def may_still_root(
+    found: Found | Survey, members: set[int], later_options: Sequence[set[int]]
+) -> bool:
+    """Part of a same_subtree set is placed on ``members``; can the rest
+    still make the set hold? Its root must be an ancestor-or-self of every
+    member: when no member is one, it can only be the provider of a group
+    still to place (``later_options``: each such slot's options) on an
+    ancestor-or-self of the members' lowest common ancestor. Members in
+    different trees have no common ancestor at all."""
+    common: set[int] | None = None
+    order: list[int] = []
+    for pid in members:
+        line: list[int] = []
+        current: int | None = pid
+        while current is not None:
+            line.append(current)
+            current = found.providers[current].parent_id
+        if common is None:
+            common, order = set(line), line
+        else:
+            common &= set(line)
+    if not common:
+        return False
+    lowest = next(pid for pid in order if pid in common)
+    if lowest in members:
+        return True
+    current = lowest
+    while current is not None:
+        if any(current in options for options in later_options):
+            return True
+        current = found.providers[current].parent_id
+    return False
 
 
 def apart_completion(

@@ -17,8 +17,9 @@ import random
 from collections import Counter
 
 import pytest
+from microversion_parse import Version
 
-from placement_svc.candidates import merge, model, prune
+from placement_svc.candidates import merge, model, prune, subtree
 from tests.unit.test_candidates_merge import (
     CountingRoom,
     World,
@@ -423,3 +424,97 @@ def test_the_walk_does_not_recurse_once_per_slot():
     found = world.offer(req)
     chosen = merge.take(merge.generate(req, found), 2, None)
     assert len(chosen) == 2
+
+
+# Deep same_subtree: subtree.may_still_root ends a branch before the set's
+# last slot.
+
+NEGATED_SUBTREE = Version(1, 43)  # same_subtree=_A,!_B
+
+
+def deep_world(rng: random.Random) -> World:
+    """Trees three levels deep, with room at every level (so that the root
+    of a same_subtree set can be a middle provider, the tree's root, or a
+    leaf holding every group)."""
+    world = World()
+    for t in range(rng.randint(1, 2)):
+        root = f"T{t}"
+        world.provider(root, room={"CUSTOM_DEV": rng.randint(0, 2), "VCPU": rng.randint(0, 2)})
+        for m in range(rng.randint(1, 2)):
+            middle = f"{root}M{m}"
+            world.provider(middle, root, room={"CUSTOM_DEV": rng.randint(0, 3)})
+            for leaf in range(rng.randint(0, 2)):
+                world.provider(
+                    f"{middle}L{leaf}",
+                    middle,
+                    room={"CUSTOM_DEV": rng.randint(1, 4), "VCPU": rng.randint(0, 1)},
+                )
+    return world
+
+
+def deep_query(rng: random.Random) -> str:
+    names = [f"_G{g}" for g in range(rng.randint(3, 5))]
+    parts = [f"resources{name}=CUSTOM_DEV:{rng.randint(1, 2)}" for name in names]
+    if rng.random() < 0.3:
+        parts.append(f"resources{rng.choice(names)}=VCPU:1")
+    members = rng.sample(names, rng.randint(3, len(names)))
+    subtree = "same_subtree=" + ",".join(members)
+    rest = [name for name in names if name not in members]
+    if rest and rng.random() < 0.4:
+        subtree += ",!" + rest[0]  # a negated group keeps out of the subtree
+    parts.append(subtree)
+    if rng.random() < 0.3 and len(names) - len(members) >= 2:
+        parts.append("same_subtree=" + ",".join(rest[-2:]))
+    parts.append("group_policy=" + rng.choice(["none", "none", "isolate"]))
+    return "&".join(parts)
+
+
+@pytest.mark.slow
+def test_the_walk_with_deep_same_subtrees_finds_exactly_what_brute_force_finds():
+    rng = random.Random(2829)
+    nonempty = 0
+    for _ in range(250):
+        world = deep_world(rng)
+        req = ask(deep_query(rng), NEGATED_SUBTREE)
+        found = world.offer(req)
+        expected = brute_force(req, found)
+        for strategy in ("depth-first", "breadth-first"):
+            walked = Counter(normalised(c) for c in merge.generate(req, found, strategy))
+            assert walked == Counter(expected), (req, world.found)
+        nonempty += bool(expected)
+    assert nonempty > 60, nonempty
+
+
+def test_one_vcpu_groups_under_same_subtree_are_not_spread_over_siblings():
+    """Eleven one-unit groups in one same_subtree set on nine leaves of 10
+    to 18 under a root without room: only the leaves of 11 or more hold
+    them all. Each branch that puts two groups on two leaves ends there."""
+    world = distinct_devices(list(range(10, 19)))
+    qs = (
+        groups(11, amount=1, policy="none")
+        + "&same_subtree="
+        + ",".join(f"_G{g:02d}" for g in range(11))
+    )
+    chosen, lookups = walk(world, qs)
+    assert len(chosen) == 8 and lookups < 5000, lookups
+
+
+def test_may_still_root_on_hand_built_trees():
+    world = World()
+    world.provider("R", room={"VCPU": 1})
+    world.provider("A", "R", room={"VCPU": 1})
+    world.provider("B", "R", room={"VCPU": 1})
+    world.provider("A1", "A", room={"VCPU": 1})
+    world.provider("S", room={"VCPU": 1})  # another tree
+    found = world.offer(ask("resources=VCPU:1"))
+    pid = {p.uuid.removeprefix("uuid-"): i for i, p in found.providers.items()}
+    may = subtree.may_still_root
+    # a member is an ancestor of the others: it can be the root
+    assert may(found, {pid["A"], pid["A1"]}, [])
+    # siblings: only a later group on R (their lowest common ancestor) or above
+    assert not may(found, {pid["A"], pid["B"]}, [{pid["A1"]}, {pid["B"]}])
+    assert may(found, {pid["A"], pid["B"]}, [{pid["A1"]}, {pid["R"], pid["A"]}])
+    assert may(found, {pid["A1"], pid["B"]}, [{pid["R"]}])
+    assert not may(found, {pid["A1"], pid["B"]}, [{pid["A"]}])
+    # two trees: no common ancestor at all
+    assert not may(found, {pid["A"], pid["S"]}, [{pid["R"]}, {pid["S"]}])
