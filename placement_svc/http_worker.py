@@ -70,6 +70,8 @@ LINGER_BYTES = 65536
 # When the worker stops, a connection that has sent nothing yet is given
 # this long to start.
 STOP_GRACE_SECONDS = 1.0
+# How often the connections' timeouts are looked at.
+EXPIRE_EVERY = 0.25
 
 
 @dataclass
@@ -320,6 +322,7 @@ class ReadAheadWorker(SyncWorker):
             self.selector.register(listener, selectors.EVENT_READ, listener)
         self.selector.register(self.PIPE[0], selectors.EVENT_READ, None)
         stopping_since = None
+        expired = time.monotonic()
         try:
             while True:
                 self.notify()
@@ -332,7 +335,10 @@ class ReadAheadWorker(SyncWorker):
                     return
                 for key, mask in self.selector.select(0 if self.ready else 1.0):
                     self._event(key, mask)
-                self._expire(time.monotonic(), stopping_since)
+                now = time.monotonic()
+                if now - expired >= EXPIRE_EVERY:
+                    self._expire(now, stopping_since)
+                    expired = now
                 if self.ready:
                     self._run_one(self.ready.popleft())
         finally:
@@ -359,6 +365,8 @@ class ReadAheadWorker(SyncWorker):
                 self._linger(connection)
 
     def _accept(self, listener) -> None:
+        """Take connections until one has brought a whole request (as the
+        sync worker took one at a time, the other workers take the rest)."""
         for _ in range(64):
             try:
                 sock, peer = listener.accept()
@@ -367,6 +375,8 @@ class ReadAheadWorker(SyncWorker):
                     self.log.warning("accepting a connection: %s", exc)
                 return
             self._adopt(sock, peer, listener.getsockname())
+            if self.ready:
+                return
 
     def _adopt(self, sock, peer, server_address) -> None:
         if len(self.connections) >= self.connection_cap:
