@@ -18,17 +18,32 @@ FORMAT_CHECKER = jsonschema.FormatChecker()
 FORMAT_CHECKER.checks("uuid")(is_uuid_like)
 
 
+# Every Schema made, in this process: what the schema test checks.
+MADE: list[Schema] = []
+
+
 class Schema(dict):
     """A JSON schema that reads whole as the dict it is, with its validator
-    built (and the schema itself checked) once, when the module defining it
-    loads: jsonschema.validate() checks the schema on every call, which costs
-    more than the validation. Never mutated after it is made."""
+    built once, on first use: jsonschema.validate() checks the schema on
+    every call, which costs more than the validation. Never mutated after it
+    is made.
+
+    Checking a schema against its metaschema is left to the test suite
+    (tests/unit/test_schemas_are_valid.py checks every one in ``MADE``):
+    done at import, it took every worker and every command half a second
+    for the 270 response schemas alone."""
 
     def __init__(self, schema: dict):
         super().__init__(schema)
-        cls = jsonschema.validators.validator_for(self)
-        cls.check_schema(self)
-        self.validator = cls(self, format_checker=FORMAT_CHECKER)
+        self._validator = None
+        MADE.append(self)
+
+    @property
+    def validator(self):
+        if self._validator is None:
+            cls = jsonschema.validators.validator_for(self)
+            self._validator = cls(self, format_checker=FORMAT_CHECKER)
+        return self._validator
 
     def check(self, data) -> None:
         """Raise the error jsonschema.validate() raises (the most relevant
