@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 
-import oslo_context.context
 import pytest
 
 from placement_svc import app, auth, logs, requestlog
 from placement_svc import conf as placement_conf
+from tests.unit.test_logs import conf_with
 from tests.unit.test_requestlog import TOKEN_AND_LATEST, call, make_app, the_line
 
 GLOBAL = "req-12345678-1234-4abc-8def-123456789abc"
@@ -165,26 +165,6 @@ def test_an_error_around_falcon_is_logged_with_the_path_escaped(caplog, monkeypa
 
 
 # -- oslo.log's handlers, and the operator's ---------------------------------------
-
-
-@pytest.fixture
-def restore_logging(monkeypatch):
-    monkeypatch.setattr(oslo_context.context, "get_current", lambda: None)
-    root = logging.getLogger()
-    kept, level = list(root.handlers), root.level
-    yield
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-        handler.close()
-    for handler in kept:
-        root.addHandler(handler)
-    root.setLevel(level)
-
-
-def conf_with(tmp_path, text: str):
-    path = tmp_path / "placement.conf"
-    path.write_text("[DEFAULT]\n" + text)
-    return placement_conf.make_conf(["--config-file", str(path)])
 
 
 class Hostile(Exception):

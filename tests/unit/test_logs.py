@@ -6,28 +6,10 @@ from __future__ import annotations
 import logging
 import sys
 
-import oslo_context.context
-import pytest
 from oslo_log import handlers as oslo_handlers
 
 from placement_svc import conf as placement_conf
 from placement_svc import logs, requestlog
-
-
-@pytest.fixture
-def restore_logging(monkeypatch):
-    # No thread-current oslo.context context left by another test in this
-    # process (oslo.context makes the first one made current): none here.
-    monkeypatch.setattr(oslo_context.context, "get_current", lambda: None)
-    root = logging.getLogger()
-    kept, level = list(root.handlers), root.level
-    yield
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-        handler.close()
-    for handler in kept:
-        root.addHandler(handler)
-    root.setLevel(level)
 
 
 def conf_with(tmp_path, text: str):
