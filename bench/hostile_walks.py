@@ -58,7 +58,8 @@ import wsgiref.util
 
 import sqlalchemy as sa
 
-from placement_svc import app, conf, runtime
+from placement_svc import app, conf
+from placement_svc.cmd import runtime
 from placement_svc.db import migration, tables
 from placement_svc.db.engine import Database, create_engine
 

@@ -14,7 +14,7 @@ answer), with its RSS before the first query for comparison.
         [--groups 4] [--port 18790] [--keep DIR] [--save FILE]
 
 The server is started with this interpreter (``python -m
-placement_svc.cli``) and this process's environment, so
+placement_svc.cmd.cli``) and this process's environment, so
 ``PYTHONPATH=/elsewhere python bench/huge.py`` measures the placement_svc
 found there (another checkout, say). Linux only (/proc).
 """
@@ -89,7 +89,7 @@ def query(groups: int) -> str:
 def serve(config: str, port: int, log, workdir: str) -> subprocess.Popen:
     """The server, run from ``workdir``: ``-m`` puts the current directory
     first on sys.path, and a source tree there would win over PYTHONPATH."""
-    command = [sys.executable, "-m", "placement_svc.cli", "serve", "--config-file", config]
+    command = [sys.executable, "-m", "placement_svc.cmd.cli", "serve", "--config-file", config]
     command += ["--bind", f"127.0.0.1:{port}", "--workers", "1"]
     return subprocess.Popen(command, stdout=log, stderr=log, cwd=workdir)
 

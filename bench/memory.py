@@ -96,7 +96,7 @@ def main(argv=None) -> int:
         )
         port = 18000 + os.getpid() % 1000
         server = subprocess.Popen(
-            [sys.executable, "-m", "placement_svc.cli", "serve", "--config-file", str(conf),
+            [sys.executable, "-m", "placement_svc.cmd.cli", "serve", "--config-file", str(conf),
              "--bind", f"127.0.0.1:{port}", "--workers", "1"],
             stdout=subprocess.DEVNULL, stderr=open(Path(workdir, "serve.log"), "w"),
         )  # fmt: skip

@@ -6,7 +6,7 @@
 Serves one SQLite database two ways, each with two worker processes:
 
 - ``placement-svc serve --workers 2``: the read-ahead worker
-  (placement_svc/http_worker.py);
+  (placement_svc/cmd/http_worker.py);
 - the same application under gunicorn's own sync worker
   (``gunicorn -w 2 placement_svc.wsgi:application``), as the deploy files
   ran it before: each accepted connection holds a worker until its request

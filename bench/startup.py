@@ -4,8 +4,8 @@
 
 Prints the median (and slowest) wall time of:
 
-- ``placement-svc --version`` (``python -m placement_svc.cli --version``);
-- importing ``placement_svc.cli``, the module every command loads;
+- ``placement-svc --version`` (``python -m placement_svc.cmd.cli --version``);
+- importing ``placement_svc.cmd.cli``, the module every command loads;
 - ``placement-svc serve --workers 1`` on a synced SQLite database, from
   the exec to the first 200 answer to ``GET /`` (the master's checks, the
   fork and the worker's application).
@@ -45,7 +45,7 @@ def free_port() -> int:
 def serve_until_answered(conf: str, env) -> float:
     port = free_port()
     started = time.monotonic()
-    argv = [sys.executable, "-m", "placement_svc.cli", "serve", "--config-file", conf]
+    argv = [sys.executable, "-m", "placement_svc.cmd.cli", "serve", "--config-file", conf]
     argv += ["--bind", f"127.0.0.1:{port}", "--workers", "1"]
     server = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL, cwd=env["HOME"])
     try:
@@ -74,7 +74,7 @@ def main() -> None:
             f"[placement_database]\nconnection = sqlite:///{home}/p.db\n"
             "[api]\nauth_strategy = noauth2\n"
         )
-        cli = [sys.executable, "-m", "placement_svc.cli"]
+        cli = [sys.executable, "-m", "placement_svc.cmd.cli"]
         subprocess.run(
             [*cli, "db", "sync", "--config-file", str(conf)], env=env, check=True, cwd=home
         )
@@ -91,8 +91,8 @@ def main() -> None:
         )
         cases = {
             "placement-svc --version": lambda: timed([*cli, "--version"], env),
-            "import placement_svc.cli": lambda: timed(
-                [sys.executable, "-c", "import placement_svc.cli"], env
+            "import placement_svc.cmd.cli": lambda: timed(
+                [sys.executable, "-c", "import placement_svc.cmd.cli"], env
             ),
             "serve --workers 1, first answer": lambda: serve_until_answered(str(conf), env),
         }

@@ -8,20 +8,7 @@ import logging
 import falcon
 from oslo_middleware import cors
 
-from placement_svc import (
-    accept,
-    auth,
-    conditional,
-    errors,
-    health,
-    logs,
-    metrics,
-    middleware,
-    openapi,
-    policy,
-    requestlog,
-    web,
-)
+from placement_svc import errors, logs, policy
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
@@ -39,6 +26,8 @@ from placement_svc.api import (
 )
 from placement_svc.db.engine import Database, create_engine
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
+from placement_svc.http import accept, auth, conditional, middleware, requestlog, web
+from placement_svc.operating import health, metrics, openapi
 
 LOG = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ line as the exception's message, and no chain of causes behind it.
 
 import logging
 
-from placement_svc import bootstrap, logs, runtime
+from placement_svc import logs
+from placement_svc.cmd import bootstrap, runtime
 
 
 class RefusedToStart(RuntimeError):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from placement_svc import errors, web
+from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.api.wording import concurrent_update, generation_changed, no_provider
 from placement_svc.db.exceptions import ConcurrentUpdate, ProviderNotFound
+from placement_svc.http import web
 from placement_svc.ops import aggregates as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
 from placement_svc.policies import aggregates as policies

@@ -11,11 +11,13 @@ import random
 import time
 from functools import partial
 
-from placement_svc import accept, errors, metrics, web
+from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.candidates import explain as explain_rules
 from placement_svc.candidates import find, model, request, text
 from placement_svc.candidates.find import Settings
+from placement_svc.http import accept, web
+from placement_svc.operating import metrics
 from placement_svc.policies import allocation_candidates as policies
 from placement_svc.schemas import allocation_candidate as schema
 

@@ -6,7 +6,7 @@ import re
 import uuid as uuidlib
 from functools import partial
 
-from placement_svc import errors, web
+from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.api.allocation_writes import (
     CHANGED_WHILE_ALLOCATING,
@@ -16,6 +16,7 @@ from placement_svc.api.allocation_writes import (
 )
 from placement_svc.api.wording import no_provider
 from placement_svc.db.exceptions import ProviderNotFound, UnknownResourceClass
+from placement_svc.http import web
 from placement_svc.ops import allocations as ops
 from placement_svc.ops.exceptions import NoAllocations
 from placement_svc.policies import allocations as policies

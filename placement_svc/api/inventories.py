@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from placement_svc import errors, web
+from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.api.wording import (
     concurrent_update,
@@ -22,6 +22,7 @@ from placement_svc.db.exceptions import (
     ProviderNotFound,
     UnknownResourceClass,
 )
+from placement_svc.http import web
 from placement_svc.ops import inventories as ops
 from placement_svc.ops.exceptions import (
     InvalidInventory,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from functools import partial
 
-from placement_svc import errors, web
+from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.api.allocation_writes import incomplete_ids, wanted_for, write_words
 from placement_svc.api.wording import inventory_in_use, no_provider
 from placement_svc.db.exceptions import InventoryInUse, ProviderNotFound, UnknownResourceClass
+from placement_svc.http import web
 from placement_svc.ops import allocations
 from placement_svc.ops import reshaper as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch

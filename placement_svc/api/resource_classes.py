@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from placement_svc import errors, web
+from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.db.exceptions import (
     ResourceClassExists,
@@ -12,6 +12,7 @@ from placement_svc.db.exceptions import (
     ResourceClassInUse,
     ResourceClassNotFound,
 )
+from placement_svc.http import web
 from placement_svc.ops import resource_classes as ops
 from placement_svc.ops.exceptions import StandardResourceClass
 from placement_svc.policies import resource_classes as policies

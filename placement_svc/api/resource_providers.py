@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from functools import partial
 
-from placement_svc import errors, queryparams, web
+from placement_svc import errors, queryparams
 from placement_svc import microversion as mv
 from placement_svc.api.wording import no_provider
 from placement_svc.db.exceptions import (
@@ -17,6 +17,7 @@ from placement_svc.db.exceptions import (
     UnknownResourceClass,
     UnknownTrait,
 )
+from placement_svc.http import web
 from placement_svc.ops import providers as ops
 from placement_svc.ops.exceptions import (
     ProviderIsOwnParent,

@@ -1,7 +1,7 @@
 """GET /: the version document, served without authentication."""
 
 from placement_svc import microversion as mv
-from placement_svc import web
+from placement_svc.http import web
 
 
 def home(req, resp):

@@ -6,9 +6,10 @@ from functools import partial
 
 import jsonschema
 
-from placement_svc import errors, web
+from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.db.exceptions import TraitInUse, TraitNotFound
+from placement_svc.http import web
 from placement_svc.ops import traits as ops
 from placement_svc.ops.exceptions import StandardTrait
 from placement_svc.policies import traits as policies

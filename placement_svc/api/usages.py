@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from functools import partial
 
-from placement_svc import errors, web
+from placement_svc import errors
 from placement_svc.api.wording import no_provider
 from placement_svc.db.exceptions import ProviderNotFound
+from placement_svc.http import web
 from placement_svc.ops import usages as ops
 from placement_svc.policies import usages as policies
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from placement_svc import microversion as mv
-from placement_svc import web
+from placement_svc.http import web
 from placement_svc.ops import usages as ops
 from placement_svc.policies import usages as policies
 from placement_svc.schemas import usage as schema

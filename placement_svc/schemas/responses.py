@@ -1,7 +1,7 @@
 """Response bodies: what each handler answers, per microversion.
 
 Nothing checks an answer against these at run time. They are what the
-OpenAPI document (``placement_svc/openapi.py``) says each operation
+OpenAPI document (``placement_svc/operating/openapi.py``) says each operation
 answers, and the schemathesis run (``tests/functional/test_schemathesis.py``)
 checks the live service's answers against them, so a body and its
 description cannot drift apart unseen. Each version's bodies are built whole

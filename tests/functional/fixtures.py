@@ -19,8 +19,9 @@ import httpx
 from gabbi import fixture
 from oslo_policy import opts as policy_opts
 
-from placement_svc import app, conf, metrics, policies
+from placement_svc import app, conf, policies
 from placement_svc.db.engine import Database, create_engine
+from placement_svc.operating import metrics
 from tests.functional import databases
 
 UUID_NAMES = (

@@ -37,7 +37,7 @@ from tests.functional import databases, fixtures, upstream
 
 pytestmark = pytest.mark.slow
 
-CLI = [sys.executable, "-m", "placement_svc.cli"]
+CLI = [sys.executable, "-m", "placement_svc.cmd.cli"]
 USAGES_138 = "/usages?project_id= at 1.38"
 U = {name: str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.adopt.test")) for name in (
     "cn1", "numa0", "numa1", "cn2", "ss1", "cn3", "agg1", "agg2",

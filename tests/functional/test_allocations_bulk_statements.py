@@ -14,9 +14,10 @@ from functools import partial
 import pytest
 from sqlalchemy import event
 
-from placement_svc import app, errors, middleware
+from placement_svc import app, errors
 from placement_svc.api.allocations import bulk_query
 from placement_svc.db.engine import Database, create_engine
+from placement_svc.http import middleware
 from placement_svc.ops import allocations as ops
 from tests.functional import fixtures
 

@@ -19,8 +19,9 @@ import falcon.testing
 import pytest
 from sqlalchemy import event
 
-from placement_svc import app, web
+from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
+from placement_svc.http import web
 from tests.functional import fixtures
 
 DEVICES = 6

@@ -34,7 +34,7 @@ from placement_svc.db import migration
 from placement_svc.db.engine import Database, create_engine
 from tests.functional import databases, fixtures
 
-CLI = [sys.executable, "-m", "placement_svc.cli"]
+CLI = [sys.executable, "-m", "placement_svc.cmd.cli"]
 ADMIN_LATEST = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
 
 
@@ -469,8 +469,8 @@ class TestWsgi:
         output = python_output("-c", WSGI_MODULES, cwd=tmp_path)
         loaded = json.loads(output.splitlines()[-1])
         assert loaded["gunicorn"] is False
-        assert "placement_svc.bootstrap" in loaded["ours"]
-        assert "placement_svc.cli" not in loaded["ours"]
+        assert "placement_svc.cmd.bootstrap" in loaded["ours"]
+        assert "placement_svc.cmd.cli" not in loaded["ours"]
         for name, path in loaded["ours"].items():
             assert not imports_of(path) & {"argparse", "gunicorn"}, name
 

@@ -50,8 +50,9 @@ import zipfile
 
 import pytest
 
-from placement_svc import bootstrap, middleware
+from placement_svc.cmd import bootstrap
 from placement_svc.db import migration
+from placement_svc.http import middleware
 from tests.functional.databases import in_ci
 from tests.functional.test_cli import (
     ADMIN_LATEST,
@@ -496,10 +497,12 @@ class TestContainerfile:
         def from_the_wheel(*args) -> str:
             return python_output(*args, cwd=tmp_path, env=env)
 
-        where = from_the_wheel("-c", "import placement_svc.cli as m; print(m.__file__)")
+        where = from_the_wheel("-c", "import placement_svc.cmd.cli as m; print(m.__file__)")
         assert pathlib.Path(where.strip()).is_relative_to(site)
         # db sync says nothing when it succeeds
-        assert from_the_wheel("-m", "placement_svc.cli", "db", "sync", "--config-file", conf) == ""
+        assert (
+            from_the_wheel("-m", "placement_svc.cmd.cli", "db", "sync", "--config-file", conf) == ""
+        )
         version = run("db", "version", "--config-file", conf, cwd=tmp_path, check=True)
         assert version.stdout.strip() == migration.head()
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from placement_svc import app, web
+from placement_svc import app
+from placement_svc.http import web
 from tests.functional import fixtures
 
 UUID = "4e8e5957-649f-477b-9e5b-f1f75b21c03c"

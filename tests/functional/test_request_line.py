@@ -17,7 +17,8 @@ import time
 import urllib.parse
 import urllib.request
 
-from placement_svc import http_worker, middleware
+from placement_svc.cmd import framing
+from placement_svc.http import middleware
 from tests.functional.test_cli import serving
 from tests.functional.test_logging import conf_with
 
@@ -56,7 +57,7 @@ def test_a_ten_megabyte_request_line_is_refused_before_it_is_read(tmp_path):
         assert b"Content-Type: application/json" in head
         error = json.loads(body)["errors"][0]
         assert error["status"] == 414
-        limit = http_worker.LIMITS.request_line
+        limit = framing.LIMITS.request_line
         assert f"The request line is longer than {limit} bytes." in error["detail"]
         assert seconds < 2, seconds  # the whole 10 MB would take tens of seconds
         # the worker is free at once

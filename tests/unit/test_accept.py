@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from placement_svc import accept
+from placement_svc.http import accept
 
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from placement_svc import conditional
+from placement_svc.http import conditional
 
 TAG = conditional.etag(b'{"traits":[]}')
 

@@ -7,7 +7,8 @@ import pathlib
 import pytest
 from oslo_config import generator
 
-from placement_svc import bootstrap, conf
+from placement_svc import conf
+from placement_svc.cmd import bootstrap
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GENERATOR_CONF = ROOT / "etc" / "config-generator.conf"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from placement_svc import runtime
+from placement_svc.cmd import runtime
 
 MB = 1024 * 1024
 

@@ -12,7 +12,7 @@ import time
 
 import sqlalchemy as sa
 
-from placement_svc import health
+from placement_svc.operating import health
 from tests.functional.fixtures import make_conf
 
 

@@ -1,11 +1,11 @@
 """Where a request ends, from its bytes alone: what the serve worker reads
-before it runs a request (placement_svc.http_worker)."""
+before it runs a request (placement_svc.cmd.framing)."""
 
 from __future__ import annotations
 
 import pytest
 
-from placement_svc.http_worker import Head, chunked_end, read_head
+from placement_svc.cmd.framing import Head, chunked_end, read_head
 
 LINE = b"POST /resource_providers HTTP/1.1"
 

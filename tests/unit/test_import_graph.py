@@ -119,15 +119,15 @@ def test_the_check_sees_a_cycle_through_a_function_level_import(tmp_path):
 
 def test_the_graph_holds_the_entry_points_edges():
     graph = import_graph()
-    assert f"{ROOT}.bootstrap" in graph[f"{ROOT}.cli"]
-    assert f"{ROOT}.bootstrap" in graph[f"{ROOT}.status"]
-    assert f"{ROOT}.bootstrap" in graph[f"{ROOT}.wsgi"]
-    assert f"{ROOT}.cli" not in graph[f"{ROOT}.status"]
+    assert f"{ROOT}.cmd.bootstrap" in graph[f"{ROOT}.cmd.cli"]
+    assert f"{ROOT}.cmd.bootstrap" in graph[f"{ROOT}.cmd.status"]
+    assert f"{ROOT}.cmd.bootstrap" in graph[f"{ROOT}.wsgi"]
+    assert f"{ROOT}.cmd.cli" not in graph[f"{ROOT}.cmd.status"]
 
 
 def test_the_command_line_imports_nothing_inside_functions():
     """cli.py says at its top everything it needs: no import that runs late."""
-    path = PACKAGE / "cli.py"
+    path = PACKAGE / "cmd" / "cli.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     top = {id(node) for node in tree.body}
     late = [
@@ -156,7 +156,34 @@ def _offending(prefix: str, forbidden: set[str]) -> dict[str, set[str]]:
     return {module: names for module, names in found.items() if names}
 
 
-HTTP = {"falcon", f"{ROOT}.errors", f"{ROOT}.web", f"{ROOT}.api", f"{ROOT}.app"}
+HTTP = {"falcon", f"{ROOT}.errors", f"{ROOT}.http", f"{ROOT}.api", f"{ROOT}.app"}
+# The folders above the units of work (docs/architecture.rst): the request
+# layers, the operating URLs, the entry points.
+REQUEST_LAYERS, OPERATING, ENTRY_POINTS = f"{ROOT}.http", f"{ROOT}.operating", f"{ROOT}.cmd"
+
+
+def test_the_request_layers_know_neither_the_entry_points_nor_the_routes():
+    above = {ENTRY_POINTS, OPERATING, f"{ROOT}.app", f"{ROOT}.api", f"{ROOT}.wsgi"}
+    assert _offending(REQUEST_LAYERS, above) == {}
+
+
+def test_the_operating_urls_know_no_entry_point():
+    assert _offending(OPERATING, {ENTRY_POINTS, f"{ROOT}.wsgi"}) == {}
+
+
+def test_only_the_entry_points_and_the_wsgi_module_import_the_entry_points():
+    importers = {
+        module
+        for module, names in _imports(ROOT).items()
+        if ENTRY_POINTS in names and not module.startswith(ENTRY_POINTS)
+    }
+    assert importers == {f"{ROOT}.wsgi"}
+
+
+def test_below_the_routes_nothing_knows_the_folders_above():
+    above = {REQUEST_LAYERS, OPERATING, ENTRY_POINTS, f"{ROOT}.app"}
+    for layer in ("db", "ops", "candidates", "schemas", "policies"):
+        assert _offending(f"{ROOT}.{layer}", above) == {}, layer
 
 
 def test_the_data_layer_knows_no_http_and_nothing_above_it():

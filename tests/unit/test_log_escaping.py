@@ -16,8 +16,9 @@ import logging
 
 import pytest
 
-from placement_svc import app, auth, logs, requestlog
+from placement_svc import app, logs
 from placement_svc import conf as placement_conf
+from placement_svc.http import auth, requestlog
 from tests.unit.test_logs import conf_with
 from tests.unit.test_requestlog import TOKEN_AND_LATEST, call, make_app, the_line
 
@@ -157,7 +158,7 @@ def test_an_error_around_falcon_is_logged_with_the_path_escaped(caplog, monkeypa
 
     monkeypatch.setattr(auth.NoAuthMiddleware, "__call__", broken)
     _status, headers, _body = call(make_app(), "GET", "/x\nFAKE\u2028", **TOKEN_AND_LATEST)
-    (record,) = [r for r in caplog.records if r.name == "placement_svc.guard"]
+    (record,) = [r for r in caplog.records if r.name == "placement_svc.http.guard"]
     assert record.getMessage() == (
         "unexpected error serving GET /x\\x0aFAKE\\u2028"
         f" (request_id {headers['x-openstack-request-id']})"

@@ -9,7 +9,8 @@ import sys
 from oslo_log import handlers as oslo_handlers
 
 from placement_svc import conf as placement_conf
-from placement_svc import logs, requestlog
+from placement_svc import logs
+from placement_svc.http import requestlog
 
 
 def conf_with(tmp_path, text: str):

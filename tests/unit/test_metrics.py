@@ -6,7 +6,7 @@ its own, read here with get_sample_value.
 
 from __future__ import annotations
 
-from placement_svc import metrics
+from placement_svc.operating import metrics
 
 TEMPLATES = [
     "/",

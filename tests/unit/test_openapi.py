@@ -1,4 +1,4 @@
-"""The OpenAPI document (placement_svc/openapi.py): valid OpenAPI 3.1, the
+"""The OpenAPI document (placement_svc/operating/openapi.py): valid OpenAPI 3.1, the
 route table's operations exactly, the handlers' own request schemas, and
 served as bytes by its WSGI application."""
 
@@ -11,8 +11,10 @@ import pytest
 import schemathesis
 from schemathesis.specs.openapi import definitions
 
-from placement_svc import app, conditional, errors, openapi
+from placement_svc import app, errors
 from placement_svc import microversion as mv
+from placement_svc.http import conditional
+from placement_svc.operating import openapi
 from placement_svc.schemas import (
     aggregate,
     allocation,

@@ -19,8 +19,9 @@ from oslo_context import context as oslo_context
 from oslo_policy import generator
 from oslo_policy import policy as oslo_policy
 
-from placement_svc import app, bootstrap, cli, conf, policies, policy
-from placement_svc.context import RequestContext
+from placement_svc import app, conf, policies, policy
+from placement_svc.cmd import bootstrap, cli
+from placement_svc.http.context import RequestContext
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GENERATOR_CONF = ROOT / "etc" / "policy-generator.conf"

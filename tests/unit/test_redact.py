@@ -16,7 +16,8 @@ import logging
 import pytest
 from sqlalchemy.engine import make_url
 
-from placement_svc import bootstrap, redact
+from placement_svc import redact
+from placement_svc.cmd import bootstrap
 
 
 @pytest.fixture(autouse=True)

@@ -30,10 +30,10 @@ import pytest
 import sqlalchemy as sa
 from microversion_parse import Version
 
-from placement_svc import web
 from placement_svc.candidates import find, merge, render, request, search
 from placement_svc.candidates.find import Settings
 from placement_svc.db import tables
+from placement_svc.http import web
 
 CLASSES = {"VCPU": 0, "MEMORY_MB": 1, "DISK_GB": 2, "CUSTOM_DEV": 10000}
 SHARING = "MISC_SHARES_VIA_AGGREGATE"

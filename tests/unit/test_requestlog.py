@@ -19,10 +19,11 @@ import wsgiref.util
 
 import pytest
 
-from placement_svc import app, auth, conf, guard, requestlog
+from placement_svc import app, conf
 from placement_svc import microversion as mv
 from placement_svc.db.engine import Database, create_engine
-from placement_svc.middleware import ENV_REQUEST_ID
+from placement_svc.http import auth, guard, requestlog
+from placement_svc.http.middleware import ENV_REQUEST_ID
 
 TOKEN_AND_LATEST = {"HTTP_X_AUTH_TOKEN": "admin", "HTTP_OPENSTACK_API_VERSION": "placement latest"}
 
@@ -175,7 +176,7 @@ def assert_json_500(status, headers, body, log, path, user="-", project="-"):
         f'127.0.0.1 "GET {path}" status: 500 len: {len(body)} microversion: -'
         f" time: 0.0123s request_id: {request_id} user: {user} project: {project}"
     )
-    assert any(r.name == "placement_svc.guard" and r.exc_info for r in log.records)
+    assert any(r.name == "placement_svc.http.guard" and r.exc_info for r in log.records)
 
 
 def assert_json_500_body(status, headers, body) -> str:

@@ -44,17 +44,9 @@ import tempfile
 from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
 
-from placement_svc import (
-    candidates_commands,
-    http_worker,
-    logs,
-    metrics,
-    policy,
-    redact,
-    runtime,
-    status,
-)
-from placement_svc.bootstrap import (
+from placement_svc import logs, policy, redact
+from placement_svc.cmd import candidates_commands, framing, http_worker, runtime, status
+from placement_svc.cmd.bootstrap import (
     LOG_FORMAT,
     PROG,
     Failure,
@@ -69,6 +61,7 @@ from placement_svc.bootstrap import (
     sync_database,
 )
 from placement_svc.db.adoption import UPSTREAM_HEAD
+from placement_svc.operating import metrics
 
 DEFAULT_BIND = "127.0.0.1:8778"
 # gunicorn's own default: seconds a stopping server gives its workers.
@@ -111,7 +104,7 @@ def serve(conf, args) -> None:
         check_bind(_config_bind(metrics_listen, "[metrics] listen"))
     prepare_database(conf, create_if_empty=True, wait=True)
     build_app(conf)  # fail here, once, rather than in every worker
-    http_worker.configure(conf)  # read by the workers, forked from here on
+    framing.configure(conf)  # read by the workers, forked from here on
     if conf.metrics.enabled:
         share_metrics()  # for the workers, forked from here on
     LOG.info(

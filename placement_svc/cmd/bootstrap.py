@@ -20,11 +20,12 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
 from placement_svc import conf as placement_conf
-from placement_svc import install, keystone_conf, redact
+from placement_svc import install, redact
 from placement_svc.app import create_app
+from placement_svc.cmd import keystone_conf
+from placement_svc.cmd.prefix import PrefixMount
 from placement_svc.db import adoption, migration
 from placement_svc.db.engine import create_engine
-from placement_svc.prefix import PrefixMount
 
 PROG = "placement-svc"
 CONFIG_FILE = "placement.conf"

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import uuid
 
-from placement_svc import auth, errors
+from placement_svc import errors
 from placement_svc import microversion as mv
-from placement_svc.context import RequestContext
+from placement_svc.http import auth
+from placement_svc.http.context import RequestContext
 
 ENV_REQUEST_ID = "openstack.request_id"
 ENV_MICROVERSION = "placement.microversion"

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from oslo_upgradecheck import common_checks, upgradecheck
 from oslo_upgradecheck.upgradecheck import Code, Result
 
-from placement_svc import bootstrap
+from placement_svc.cmd import bootstrap
 from placement_svc.db import adoption, migration, tables
 
 CANNOT_CHECK = 255

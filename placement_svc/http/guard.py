@@ -15,7 +15,7 @@ import logging
 
 from placement_svc import errors, logs
 from placement_svc import microversion as mv
-from placement_svc.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
+from placement_svc.http.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
 
 LOG = logging.getLogger(__name__)
 # The same words as falcon's handler for an unexpected error: the exception

@@ -18,14 +18,15 @@ from functools import partial
 
 import falcon.uri
 
-from placement_svc import errors, web
+from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.api import allocation_candidates as api
-from placement_svc.bootstrap import Failure, engine_for, require_head, shown_url
 from placement_svc.candidates import explain as explain_rules
 from placement_svc.candidates import find, text
+from placement_svc.cmd.bootstrap import Failure, engine_for, require_head, shown_url
 from placement_svc.db.engine import Database
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
+from placement_svc.http import web
 
 # The queries are read as the API reads them at its newest microversion.
 QUERY_VERSION = mv.MAX_VERSION

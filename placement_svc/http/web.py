@@ -14,9 +14,10 @@ import jsonschema
 import orjson
 from microversion_parse import Version
 
-from placement_svc import accept, errors
+from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.db.exceptions import DomainError
+from placement_svc.http import accept
 from placement_svc.schemas.common import Schema
 
 JSON = "application/json"

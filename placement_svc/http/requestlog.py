@@ -44,9 +44,10 @@ from oslo_context import context as oslo_context
 from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id as request_id_middleware
 
-from placement_svc import guard, logs, streaming
-from placement_svc.context import RequestContext
-from placement_svc.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
+from placement_svc import logs
+from placement_svc.http import guard, streaming
+from placement_svc.http.context import RequestContext
+from placement_svc.http.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
 
 LOG = logging.getLogger("placement_svc.requests")
 REQUEST_ID_HEADER = "x-openstack-request-id"

@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 
 from microversion_parse import Version
 
-from placement_svc import conditional, errors, policies
+from placement_svc import errors, policies
 from placement_svc import microversion as mv
-from placement_svc.middleware import ENV_REQUEST_ID
+from placement_svc.http import conditional
+from placement_svc.http.middleware import ENV_REQUEST_ID
 from placement_svc.schemas import (
     aggregate,
     allocation,

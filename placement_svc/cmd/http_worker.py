@@ -37,24 +37,22 @@ listening sockets and answers what it holds (the graceful drain).
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 import resource
 import selectors
 import socket
 import time
-import uuid
 from collections import deque
-from dataclasses import dataclass
 
 from gunicorn import util as gunicorn_util
 from gunicorn.http import errors as http_errors
-from gunicorn.http import message as http_message
 from gunicorn.http import parser as http_parser
 from gunicorn.workers.sync import SyncWorker
 
-from placement_svc import errors, middleware, runtime, web
+from placement_svc import errors
+from placement_svc.cmd import framing, runtime
+from placement_svc.http import web
 
 LOG = logging.getLogger(__name__)
 
@@ -72,121 +70,6 @@ LINGER_BYTES = 65536
 STOP_GRACE_SECONDS = 1.0
 # How often the connections' timeouts are looked at.
 EXPIRE_EVERY = 0.25
-
-
-@dataclass
-class Limits:
-    """What serve reads from [api] before the workers fork."""
-
-    request_line: int = middleware.MAX_URL_LENGTH + 32
-    header_fields: int = 100
-    header_field_size: int = 8190
-    header_timeout: float = 20.0
-    body_timeout: float = 20.0
-    connections: int = 1000
-    pending_bytes: int = 64 * 1024 * 1024
-
-    @property
-    def header_section(self) -> int:
-        """The most bytes a request line and header section can take before
-        gunicorn's parser refuses them (its own buffer bound, with slack)."""
-        return self.request_line + self.header_fields * (self.header_field_size + 2) + 8
-
-
-LIMITS = Limits()
-
-
-def configure(conf) -> None:
-    """Take the limits from [api] (serve calls this before the workers fork)."""
-    global LIMITS
-    LIMITS = Limits(
-        request_line=conf.api.max_request_line,
-        header_fields=conf.api.max_header_fields,
-        header_field_size=conf.api.max_header_field_size,
-        header_timeout=float(conf.api.client_header_timeout),
-        body_timeout=float(conf.api.client_body_timeout),
-        connections=conf.api.max_client_connections,
-        pending_bytes=conf.api.max_pending_request_bytes,
-    )
-
-
-# -- framing: where a request ends, from its bytes alone ----------------------
-
-
-@dataclass
-class Head:
-    """What the header section says of the body."""
-
-    content_length: int | None = None
-    chunked: bool = False
-    expects_continue: bool = False
-    unclear: bool = False  # let gunicorn's parser judge (and refuse) it
-
-
-def read_head(head: bytes) -> Head:
-    """The framing a header section (without its final blank line) asks
-    for. Anything gunicorn's parser would refuse or read otherwise
-    (conflicting or malformed lengths, codings other than a final chunked)
-    is ``unclear``: the request is handed over as it is, and the parser
-    answers it."""
-    lines = head.split(b"\r\n")
-    version = lines[0].rpartition(b" ")[2]
-    lengths, codings, expect = [], [], False
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon:
-            continue
-        name = name.lower()
-        value = value.strip()
-        if name == b"content-length":
-            lengths.append(value)
-        elif name == b"transfer-encoding":
-            codings.extend(c.strip().lower() for c in value.split(b","))
-        elif name == b"expect":
-            expect = value.lower() == b"100-continue"
-    result = Head(expects_continue=expect and version == b"HTTP/1.1")
-    if codings:
-        if lengths or codings[-1] != b"chunked" or version != b"HTTP/1.1":
-            result.unclear = True
-        else:
-            result.chunked = True
-    elif lengths:
-        if len(set(lengths)) != 1 or not lengths[0].isdigit() or len(lengths[0]) > 18:
-            result.unclear = True
-        else:
-            result.content_length = int(lengths[0])
-    return result
-
-
-def chunked_end(data: bytes | bytearray, position: int) -> tuple[int, bool, bool]:
-    """Walk the chunks of a chunked body from ``position`` (the start of a
-    chunk's size line) as far as ``data`` goes: (the position reached, the
-    body is whole, the body is malformed). The end is the position after
-    the last chunk's trailer section."""
-    while True:
-        line_end = data.find(b"\r\n", position)
-        if line_end < 0:
-            if len(data) - position > 1024:  # no size line is that long
-                return position, False, True
-            return position, False, False
-        size_text = bytes(data[position:line_end]).partition(b";")[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            return position, False, True
-        if size < 0 or len(size_text) > 16:
-            return position, False, True
-        if size == 0:
-            if data[line_end + 2 : line_end + 4] == b"\r\n":
-                return line_end + 4, True, False
-            trailer_end = data.find(b"\r\n\r\n", line_end + 2)
-            if trailer_end < 0:
-                return position, False, False
-            return trailer_end + 4, True, False
-        after = line_end + 2 + size + 2
-        if len(data) < after:
-            return position, False, False
-        position = after
 
 
 # -- connections ----------------------------------------------------------------
@@ -280,33 +163,15 @@ class _Closed:
         return self.address
 
 
-class _BoundedRequest(http_message.Request):
-    """gunicorn's request, whose line is refused as soon as
-    LIMITS.request_line bytes have come without its end."""
-
-    def read_line(self, unreader, buf, limit=0):
-        return super().read_line(unreader, buf, limit or LIMITS.request_line)
-
-
-def error_answer(error: errors.PlacementError) -> bytes:
-    """A whole HTTP answer carrying upstream's JSON error, closing the connection."""
-    body = json.dumps(errors.error_body(error, f"req-{uuid.uuid4()}", True)).encode()
-    head = f"HTTP/1.1 {error.status} {error.title}\r\nConnection: close\r\n"
-    for name, value in error.headers.items():
-        head += f"{name}: {value}\r\n"
-    head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    return head.encode() + body
-
-
 class ReadAheadWorker(SyncWorker):
     """gunicorn's sync worker behind a loop that reads requests whole and
     writes answers out (see the module's text)."""
 
     def init_process(self):
-        # This process's requests are read by _BoundedRequest (gunicorn makes
+        # This process's requests are read by framing.BoundedRequest (gunicorn makes
         # them through RequestParser.mesg_class).
-        http_parser.RequestParser.mesg_class = _BoundedRequest
-        self.connection_cap = _raise_file_limit(LIMITS.connections)
+        http_parser.RequestParser.mesg_class = framing.BoundedRequest
+        self.connection_cap = _raise_file_limit(framing.LIMITS.connections)
         super().init_process()
 
     # -- the loop ----------------------------------------------------------
@@ -422,7 +287,7 @@ class ReadAheadWorker(SyncWorker):
         connection.progress = time.monotonic()
         self.pending_bytes += len(data)
         self._frame(connection)
-        if connection.state == READING and self.pending_bytes > LIMITS.pending_bytes:
+        if connection.state == READING and self.pending_bytes > framing.LIMITS.pending_bytes:
             self._shed_largest()
 
     def _frame(self, connection: _Connection) -> None:
@@ -431,14 +296,14 @@ class ReadAheadWorker(SyncWorker):
             found = data.find(b"\r\n\r\n", max(0, connection.scanned - 3))
             if found < 0:
                 connection.scanned = len(data)
-                line_end = data.find(b"\n", 0, LIMITS.request_line + 2)
-                if (line_end < 0 and len(data) > LIMITS.request_line) or len(
+                line_end = data.find(b"\n", 0, framing.LIMITS.request_line + 2)
+                if (line_end < 0 and len(data) > framing.LIMITS.request_line) or len(
                     data
-                ) > LIMITS.header_section:
+                ) > framing.LIMITS.header_section:
                     self._hand_over(connection)  # the parser refuses it: 414 or 400
                 return
             connection.head_end = found + 4
-            head = read_head(bytes(data[:found]))
+            head = framing.read_head(bytes(data[:found]))
             if head.unclear:
                 self._hand_over(connection)
                 return
@@ -459,7 +324,7 @@ class ReadAheadWorker(SyncWorker):
             if head.expects_continue and len(data) < (connection.end or len(data) + 1):
                 self._send_continue(connection)
         if connection.end is None:  # chunked
-            position, whole, bad = chunked_end(data, connection.chunk_at)
+            position, whole, bad = framing.chunked_end(data, connection.chunk_at)
             connection.chunk_at = position
             if bad or whole:
                 self._hand_over(connection)
@@ -511,14 +376,14 @@ class ReadAheadWorker(SyncWorker):
         than gunicorn's HTML; any other error as gunicorn answers it."""
         if isinstance(exc, http_errors.LimitRequestLine):
             error: errors.PlacementError = errors.UriTooLong(
-                f"The request line is longer than {LIMITS.request_line} bytes."
+                f"The request line is longer than {framing.LIMITS.request_line} bytes."
             )
         elif isinstance(exc, http_errors.LimitRequestHeaders):
             error = errors.BadRequest(f"The request's header fields are over a limit: {exc}.")
         else:
             return super().handle_error(req, client, addr, exc)
         self.log.info("refused a request from %s: %s", addr, error.message)
-        client.sendall(error_answer(error))
+        client.sendall(framing.error_answer(error))
 
     # -- writing -----------------------------------------------------------
 
@@ -529,7 +394,7 @@ class ReadAheadWorker(SyncWorker):
         connection.data = bytearray()
         if connection.state == READING:
             self.selector.unregister(connection.sock)
-        connection.out += error_answer(error)
+        connection.out += framing.error_answer(error)
         self._start_writing(connection)
 
     def _start_writing(self, connection: _Connection) -> None:
@@ -570,17 +435,17 @@ class ReadAheadWorker(SyncWorker):
                 pass
             self.notify()
             waited = time.monotonic() - connection.progress
-            if waited > LIMITS.body_timeout:
+            if waited > framing.LIMITS.body_timeout:
                 self.log.info(
                     "closed %s: it read nothing of its answer for %d s",
                     connection.peer,
-                    LIMITS.body_timeout,
+                    framing.LIMITS.body_timeout,
                 )
                 raise BrokenPipeError(errno.EPIPE, "the client stopped reading")
             selector = selectors.DefaultSelector()
             try:
                 selector.register(connection.sock, selectors.EVENT_WRITE)
-                selector.select(min(1.0, LIMITS.body_timeout - waited + 0.01))
+                selector.select(min(1.0, framing.LIMITS.body_timeout - waited + 0.01))
             finally:
                 selector.close()
 
@@ -614,12 +479,12 @@ class ReadAheadWorker(SyncWorker):
                     if now - stopping_since > STOP_GRACE_SECONDS:
                         self._close(connection)
                 elif connection.head_end < 0:
-                    if now - connection.accepted > LIMITS.header_timeout:
+                    if now - connection.accepted > framing.LIMITS.header_timeout:
                         self._time_out(connection, "its request line and headers")
-                elif now - connection.progress > LIMITS.body_timeout:
+                elif now - connection.progress > framing.LIMITS.body_timeout:
                     self._time_out(connection, "its request's body")
             elif connection.state == WRITING:
-                if now - connection.progress > LIMITS.body_timeout:
+                if now - connection.progress > framing.LIMITS.body_timeout:
                     self._close(connection)
             elif connection.state == LINGERING:
                 if now - connection.progress > LINGER_SECONDS:

@@ -51,8 +51,9 @@ from prometheus_client import (
 )
 from sqlalchemy import event
 
-from placement_svc import errors, streaming
-from placement_svc.middleware import ENV_MICROVERSION
+from placement_svc import errors
+from placement_svc.http import streaming
+from placement_svc.http.middleware import ENV_MICROVERSION
 from placement_svc.policies import operating as policies
 
 # No *_created series: a restart shows in process_start_time_seconds, and
