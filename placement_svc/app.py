@@ -176,7 +176,7 @@ def render_error(req, resp, error: errors.PlacementError) -> None:
     with_code = version is not None and version >= mv.ERROR_CODES
     request_id = req.env.get(middleware.ENV_REQUEST_ID)
     body = errors.error_body(error, request_id, with_code)
-    if getattr(error, "version_range", False) and error.status == 406:
+    if error.version_range and error.status == 406:
         body["errors"][0]["max_version"] = str(mv.max_version(req.env))
         body["errors"][0]["min_version"] = str(mv.MIN_VERSION)
     resp.text = json.dumps(body)

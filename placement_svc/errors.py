@@ -49,6 +49,8 @@ class PlacementError(Exception):
     """An answer other than success. Subclasses fix the status."""
 
     status = 500
+    # A microversion the service does not serve: a 406 says the range it does.
+    version_range = False
 
     def __init__(
         self, message: str = "", *, code: str = DEFAULT, headers: dict[str, str] | None = None

@@ -7,7 +7,14 @@ request other than the version document carries no user.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from placement_svc import install
+from placement_svc.http.wsgi_types import Environ, StartResponse, WSGIApp
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
 
 ROOT_PATHS = ("/", "")
 # What a front door tells a caller it refused for want of credentials: the
@@ -39,10 +46,10 @@ class NoAuthMiddleware:
     the token's project.
     """
 
-    def __init__(self, application):
+    def __init__(self, application: WSGIApp) -> None:
         self.application = application
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         token = environ.get("HTTP_X_AUTH_TOKEN")
         if token is None:
             for key in IDENTITY_HEADERS:
@@ -60,7 +67,7 @@ class NoAuthMiddleware:
         return self.application(environ, start_response)
 
 
-def keystone_middleware(application, conf):
+def keystone_middleware(application: WSGIApp, conf: cfg.ConfigOpts) -> WSGIApp:
     """Wrap ``application`` in keystonemiddleware's auth_token; the root stays open."""
     try:
         from keystonemiddleware import auth_token
@@ -72,7 +79,7 @@ def keystone_middleware(application, conf):
 
     protocol = auth_token.AuthProtocol(application, {"oslo_config_config": conf})
 
-    def authenticate(environ, start_response):
+    def authenticate(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO", "") in ROOT_PATHS:
             return application(environ, start_response)
         return protocol(environ, start_response)

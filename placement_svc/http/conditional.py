@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 
+import falcon
+
 from placement_svc import microversion as mv
 
 # The reads that answer with an ETag: a provider, its sub-resources, the
@@ -59,7 +61,13 @@ class ConditionalReads:
     """falcon middleware: after a successful GET of one of TEMPLATES at
     1.47 or later, the ETag; a 304 without a body when it matches."""
 
-    def process_response(self, req, resp, resource, req_succeeded) -> None:
+    def process_response(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        resource: object | None,
+        req_succeeded: bool,
+    ) -> None:
         if not req_succeeded or req.method != "GET" or resp.status_code != 200:
             return
         if req.uri_template not in TEMPLATES or not isinstance(resp.data, bytes):

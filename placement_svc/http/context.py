@@ -10,20 +10,24 @@ policy check a handler makes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from microversion_parse import Version
 
 from placement_svc import microversion as mv
 from placement_svc import policy
+from placement_svc.http.wsgi_types import Environ
+
+if TYPE_CHECKING:
+    from oslo_policy.policy import Enforcer
 
 
-def _header(environ, name: str, keep_empty: bool = False) -> str | None:
+def _header(environ: Environ, name: str, keep_empty: bool = False) -> str | None:
     value = environ.get("HTTP_" + name.upper().replace("-", "_"))
     return value if value or (keep_empty and value is not None) else None
 
 
-def _first(environ, *names: str, keep_empty: bool = False) -> str | None:
+def _first(environ: Environ, *names: str, keep_empty: bool = False) -> str | None:
     for name in names:
         value = _header(environ, name, keep_empty)
         if value is not None:
@@ -53,10 +57,12 @@ class RequestContext:
     service_project_domain_id: str | None = None
     service_roles: list[str] = field(default_factory=list)
     version: Version = mv.MIN_VERSION
-    enforcer: Any = field(default=None, repr=False, compare=False)
+    enforcer: Enforcer | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_environ(cls, environ, request_id: str, enforcer=None) -> RequestContext:
+    def from_environ(
+        cls, environ: Environ, request_id: str, enforcer: Enforcer | None = None
+    ) -> RequestContext:
         return cls(
             request_id=request_id,
             # Present but empty is a user (noauth2's empty token), as oslo.context.
@@ -77,7 +83,7 @@ class RequestContext:
             enforcer=enforcer,
         )
 
-    def to_policy_values(self) -> dict:
+    def to_policy_values(self) -> dict[str, Any]:
         """The credentials dict oslo.policy rules are checked against."""
         return {
             "user_id": self.user_id,
@@ -95,7 +101,7 @@ class RequestContext:
             "service_roles": list(self.service_roles),
         }
 
-    def can(self, action: str, target: dict | None = None) -> None:
+    def can(self, action: str, target: dict[str, Any] | None = None) -> None:
         """Raise errors.Forbidden ("Policy does not allow <action> to be
         performed.") unless policy allows ``action`` on ``target``; the
         target defaults to the caller's own project and user, as upstream's."""

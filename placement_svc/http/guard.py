@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from placement_svc import errors, logs
 from placement_svc import microversion as mv
 from placement_svc.http.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
+from placement_svc.http.wsgi_types import Environ, ExcInfo, StartResponse
 
 LOG = logging.getLogger(__name__)
 # The same words as falcon's handler for an unexpected error: the exception
@@ -24,7 +26,9 @@ DETAIL = "An unexpected error occurred."
 STATUS = "500 Internal Server Error"
 
 
-def internal_error(environ, start_response, exc_info) -> list[bytes]:
+def internal_error(
+    environ: Environ, start_response: StartResponse, exc_info: ExcInfo
+) -> list[bytes]:
     """Log ``exc_info`` with its traceback and answer upstream's JSON 500.
 
     JSON whatever the client's Accept says: an error no layer expected must
@@ -45,7 +49,7 @@ def internal_error(environ, start_response, exc_info) -> list[bytes]:
     return [body]
 
 
-def body_for(environ) -> dict:
+def body_for(environ: Environ) -> dict[str, Any]:
     """The error body, with the error code once the request negotiated 1.23+."""
     version = environ.get(ENV_MICROVERSION)
     with_code = version is not None and version >= mv.ERROR_CODES

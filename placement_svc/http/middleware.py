@@ -9,11 +9,19 @@ the checks every body-carrying request gets.
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
+
+import falcon
+from microversion_parse import Version
 
 from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.http import auth
 from placement_svc.http.context import RequestContext
+from placement_svc.http.wsgi_types import Environ
+
+if TYPE_CHECKING:
+    from oslo_policy.policy import Enforcer
 
 ENV_REQUEST_ID = "openstack.request_id"
 ENV_MICROVERSION = "placement.microversion"
@@ -23,11 +31,11 @@ MAX_URL_LENGTH = 40960
 
 
 class Plumbing:
-    def __init__(self, enforcer=None, newest=mv.MAX_VERSION):
+    def __init__(self, enforcer: Enforcer | None = None, newest: Version = mv.MAX_VERSION) -> None:
         self.enforcer = enforcer  # the application's policy enforcer, for ctx.can()
         self.newest = newest  # the newest microversion served ([api] max_microversion)
 
-    def process_request(self, req, resp):
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         env = req.env
         env[mv.ENV_MAX_VERSION] = self.newest
         request_id = env.get(ENV_REQUEST_ID) or f"req-{uuid.uuid4()}"
@@ -42,7 +50,10 @@ class Plumbing:
         try:
             ctx.version = mv.from_headers(env, self.newest)
         except mv.MicroversionError as exc:
-            error = (errors.NotAcceptable if exc.status == 406 else errors.BadRequest)(exc.message)
+            error: errors.PlacementError = (
+                errors.NotAcceptable if exc.status == 406 else errors.BadRequest
+            )(exc.message)
+            # Read by app.render_error (406: min_version and max_version in the body).
             error.version_range = True
             raise error from None
         env[ENV_MICROVERSION] = ctx.version
@@ -51,7 +62,7 @@ class Plumbing:
         _check_content_headers(env)
 
 
-def _check_content_headers(env) -> None:
+def _check_content_headers(env: Environ) -> None:
     length = env.get("CONTENT_LENGTH")
     if not length:
         return

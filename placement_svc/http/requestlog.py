@@ -39,6 +39,8 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from oslo_context import context as oslo_context
 from oslo_middleware import http_proxy_to_wsgi
@@ -48,6 +50,12 @@ from placement_svc import logs
 from placement_svc.http import guard, streaming
 from placement_svc.http.context import RequestContext
 from placement_svc.http.middleware import ENV_MICROVERSION, ENV_REQUEST_ID
+from placement_svc.http.wsgi_types import Environ, ExcInfo, StartResponse, WSGIApp
+
+if TYPE_CHECKING:
+    import webob.request
+    import webob.response
+    from oslo_config import cfg
 
 LOG = logging.getLogger("placement_svc.requests")
 REQUEST_ID_HEADER = "x-openstack-request-id"
@@ -59,12 +67,12 @@ LINE = (
 
 
 class RequestLog:
-    def __init__(self, application, conf):
+    def __init__(self, application: WSGIApp, conf: cfg.ConfigOpts) -> None:
         self.application = application
         # Inside the try below, so that even this layer's failure is a JSON 500.
         self.entry = _ProxyHeaders(self._start, conf)
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
         request_id = environ.get(ENV_REQUEST_ID) or f"req-{uuid.uuid4()}"
         environ[ENV_REQUEST_ID] = request_id
@@ -82,10 +90,14 @@ class RequestLog:
         finally:
             logs.CURRENT.reset(current)
 
-    def _answer(self, environ, start_response, started: float, request_id: str):
-        answer = {}
+    def _answer(
+        self, environ: Environ, start_response: StartResponse, started: float, request_id: str
+    ) -> Iterable[bytes]:
+        answer: dict[str, str] = {}
 
-        def record_status(status, headers, exc_info=None):
+        def record_status(
+            status: str, headers: list[tuple[str, str]], exc_info: ExcInfo | None = None
+        ) -> Callable[[bytes], object]:
             answer["status"] = status.split(" ", 1)[0]
             answer["length"] = next((v for k, v in headers if k.lower() == "content-length"), "-")
             if not any(k.lower() == REQUEST_ID_HEADER for k, _v in headers):
@@ -107,7 +119,7 @@ class RequestLog:
         write()
         return body
 
-    def _start(self, environ, start_response):
+    def _start(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         """The inner application, once the proxy's headers are applied."""
         LOG.debug(
             'Starting request: %s "%s %s"',
@@ -123,7 +135,7 @@ class _ProxyHeaders(http_proxy_to_wsgi.HTTPProxyToWSGI):
     scheme: a proxy's ``X-Forwarded-Proto: javascript`` would otherwise make
     ``javascript://`` Locations. Another value leaves the server's scheme."""
 
-    def process_request(self, req):
+    def process_request(self, req: webob.request.Request) -> webob.response.Response | None:
         before = req.environ.get("wsgi.url_scheme")
         answer = super().process_request(req)
         after = req.environ.get("wsgi.url_scheme")
@@ -147,15 +159,15 @@ class _Logged(oslo_context.RequestContext):
         pass
 
 
-def _remote(environ) -> str:
+def _remote(environ: Environ) -> str:
     return logs.escape(environ.get("REMOTE_ADDR") or "-")
 
 
-def _method(environ) -> str:
+def _method(environ: Environ) -> str:
     return logs.escape(str(environ.get("REQUEST_METHOD")))
 
 
-def _uri(environ) -> str:
+def _uri(environ: Environ) -> str:
     uri = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
     if environ.get("QUERY_STRING"):
         uri += "?" + environ["QUERY_STRING"]
@@ -166,7 +178,7 @@ def _escaped(value: str | None) -> str | None:
     return None if value is None else logs.escape(value)
 
 
-def _write(environ, answer: dict, elapsed: float) -> None:
+def _write(environ: Environ, answer: dict[str, str], elapsed: float) -> None:
     # The caller as the request context sees it: the headers the auth layer left.
     caller = RequestContext.from_environ(environ, environ[ENV_REQUEST_ID])
     version = environ.get(ENV_MICROVERSION)

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from email.utils import format_datetime
+from typing import Any, Protocol
 
 import falcon
 import jsonschema
@@ -31,11 +32,11 @@ TOO_DEEP = f"Malformed JSON: arrays and objects nested deeper than {MAX_JSON_DEP
 WHOLE_UP_TO = 4 * 1024 * 1024
 
 
-def version(req: falcon.Request):
+def version(req: falcon.Request) -> Version:
     return req.context.placement.version
 
 
-def require_version(req: falcon.Request, feature) -> None:
+def require_version(req: falcon.Request, feature: Version) -> None:
     """Answer 404, as upstream does, for a handler not there at this version.
     Where [api] max_microversion keeps the feature from being served at all
     (a URL of placement-svc's own, under a 1.39 cap), no version would help:
@@ -46,7 +47,7 @@ def require_version(req: falcon.Request, feature) -> None:
         raise errors.NotFound(version_hint(req, feature, "This URL"))
 
 
-def version_hint(req: falcon.Request, feature, what: str) -> str:
+def version_hint(req: falcon.Request, feature: Version, what: str) -> str:
     """The sentence a 404 or 405 adds when ``what`` (the URL, the method)
     exists from a later microversion: a request without the header is
     served at 1.0, which is how most people meet it."""
@@ -77,7 +78,7 @@ def require_json(req: falcon.Request) -> None:
         )
 
 
-def read_json(req: falcon.Request, schema: Schema | None = None):
+def read_json(req: falcon.Request, schema: Schema | None = None) -> Any:
     """The request body as JSON, checked for media type, syntax and schema."""
     require_json(req)
     if req.content_length is None and req.env.get("wsgi.input_terminated"):
@@ -106,7 +107,7 @@ def read_json(req: falcon.Request, schema: Schema | None = None):
     return data
 
 
-def _deeper_than(data, limit: int) -> bool:
+def _deeper_than(data: object, limit: int) -> bool:
     """Whether arrays and objects nest more than ``limit`` levels (a scalar
     is level 0): checked before anything recurses over the body (encoding,
     the schema, error messages), without recursing itself."""
@@ -120,7 +121,7 @@ def _deeper_than(data, limit: int) -> bool:
     return False
 
 
-def validate(data, schema: Schema) -> None:
+def validate(data: object, schema: Schema) -> None:
     try:
         schema.check(data)
     except jsonschema.ValidationError as exc:
@@ -135,7 +136,7 @@ Words = Callable[..., errors.PlacementError | None]
 
 
 @contextlib.contextmanager
-def answering(words: Words, *context) -> Iterator[None]:
+def answering(words: Words, *context: object) -> Iterator[None]:
     """Answer what a unit of work reports in upstream's words.
 
     ``words(fact, *context)`` is a handler family's one mapping from the
@@ -170,13 +171,13 @@ def schema_problem(error: jsonschema.ValidationError) -> str:
     return f"{error.message}{where}. Failed validating {error.validator!r} in schema{rule}."
 
 
-def render(resp: falcon.Response, body, status: int = 200) -> None:
+def render(resp: falcon.Response, body: object, status: int = 200) -> None:
     resp.status = status
     resp.content_type = JSON
     resp.data = dumps(body)
 
 
-def dumps(body) -> bytes:
+def dumps(body: object) -> bytes:
     """A response body as compact UTF-8 JSON.
 
     orjson writes a large body (an allocation candidates answer of a thousand
@@ -269,7 +270,9 @@ def location(req: falcon.Request, path: str) -> str:
     return f"{req.prefix}{path}"
 
 
-def cache_headers(req: falcon.Request, resp: falcon.Response, last_modified=None) -> None:
+def cache_headers(
+    req: falcon.Request, resp: falcon.Response, last_modified: datetime.datetime | None = None
+) -> None:
     """From 1.15: last-modified (the newest change, or now) and no-cache."""
     if version(req) < mv.CACHE_HEADERS:
         return
@@ -281,7 +284,14 @@ def cache_headers(req: falcon.Request, resp: falcon.Response, last_modified=None
     resp.set_header("Cache-Control", "no-cache")
 
 
-def newest(records) -> datetime.datetime | None:
+class _Modified(Protocol):
+    """A record with the time of its last change (db's records)."""
+
+    @property
+    def modified(self) -> datetime.datetime | None: ...
+
+
+def newest(records: Iterable[_Modified]) -> datetime.datetime | None:
     stamps = [r.modified for r in records if r.modified is not None]
     return max(stamps) if stamps else None
 
