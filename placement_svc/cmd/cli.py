@@ -14,8 +14,9 @@
     placement-svc capacity QUERY
                                 how many copies of the query fit, per tree
 
-This module is the argparse and gunicorn layer only; what the commands share
-with the WSGI module (configuration, database, application) is in bootstrap.
+This module is the argparse layer only: ``serve`` and its gunicorn are in
+serving.py; what the commands share with the WSGI module (configuration,
+database, application) is in bootstrap.
 ``explain`` and ``capacity`` answer what GET /allocation_candidates/explain
 and /capacity answer (api/allocation_candidates.py), from the configured
 database, for an operator on a host the API cannot be reached from: the
@@ -31,41 +32,24 @@ the traceback.
 from __future__ import annotations
 
 import argparse
-import atexit
 import importlib.metadata
 import logging
 import logging.config
-import os
-import shutil
-import socket
 import sys
-import tempfile
-
-from gunicorn import glogging
-from gunicorn.app.base import BaseApplication
 
 from placement_svc import logs, policy, redact
-from placement_svc.cmd import candidates_commands, framing, http_worker, runtime, status
+from placement_svc.cmd import candidates_commands, serving, status
 from placement_svc.cmd.bootstrap import (
     LOG_FORMAT,
     PROG,
     Failure,
-    build_app,
-    check_front_door,
     database_version,
     hand_back_database,
     load_conf,
     one_line,
-    prepare_database,
-    shown_url,
     sync_database,
 )
 from placement_svc.db.adoption import UPSTREAM_HEAD
-from placement_svc.operating import metrics
-
-DEFAULT_BIND = "127.0.0.1:8778"
-# gunicorn's own default: seconds a stopping server gives its workers.
-DEFAULT_GRACEFUL_TIMEOUT = 30
 
 LOG = logging.getLogger(__name__)
 
@@ -96,132 +80,6 @@ def db_version(conf, args) -> None:
     print(database_version(conf) or "None")
 
 
-def serve(conf, args) -> None:
-    check_front_door(conf)
-    check_bind(args.bind)
-    metrics_listen = conf.metrics.listen if conf.metrics.enabled else None
-    if metrics_listen:
-        check_bind(_config_bind(metrics_listen, "[metrics] listen"))
-    prepare_database(conf, create_if_empty=True, wait=True)
-    build_app(conf)  # fail here, once, rather than in every worker
-    framing.configure(conf)  # read by the workers, forked from here on
-    if conf.metrics.enabled:
-        share_metrics()  # for the workers, forked from here on
-    LOG.info(
-        "database %s, auth_strategy %s, config files %s",
-        shown_url(conf.placement_database.connection),
-        conf.api.auth_strategy,
-        ", ".join(conf.config_file) or "none (quick-start defaults)",
-    )
-    options = {
-        "bind": args.bind,
-        "workers": args.workers,
-        # SIGTERM: stop accepting, let every request already accepted finish,
-        # kill what still runs after this many seconds (see ReadAheadWorker).
-        "graceful_timeout": args.graceful_timeout,
-        "worker_class": http_worker.ReadAheadWorker,
-        "sendfile": False,  # answers go through the worker's buffers
-        "proc_name": PROG,
-        "accesslog": None,  # placement_svc.requests logs every request instead
-        # gunicorn's own cap on the request line (4094 bytes, at most 8190)
-        # is off: the worker applies [api] max_request_line instead,
-        # which lets through the application's longest URL (a bulk read
-        # names 1000 uuids).
-        "limit_request_line": 0,
-        "limit_request_fields": conf.api.max_header_fields,
-        "limit_request_field_size": conf.api.max_header_field_size,
-        "logger_class": _GunicornLogs,
-        "child_exit": _worker_exited,
-    }
-    if metrics_listen:
-        host, _colon, port = metrics_listen.rpartition(":")
-
-        def serve_metrics(_arbiter):  # gunicorn's when_ready: in the master
-            metrics.serve_shared(host.strip("[]"), int(port))
-            LOG.info("metrics without authentication at http://%s/metrics", metrics_listen)
-
-        options["when_ready"] = serve_metrics
-    _Gunicorn(conf, args.prefix, options).run()
-
-
-class _GunicornLogs(glogging.Logger):
-    """gunicorn's own lines (listening, workers booting and exiting) through
-    the root logger, which logs.setup configured from [DEFAULT]: gunicorn
-    keeps no handlers of its own and leaves the root alone."""
-
-    def setup(self, cfg) -> None:
-        self.error_log.handlers.clear()
-        self.error_log.propagate = True
-        self.error_log.setLevel(logging.INFO)
-        self.access_log.handlers.clear()
-        self.access_log.propagate = False  # placement_svc.requests has every request
-
-
-def _config_bind(value: str, option: str) -> str:
-    try:
-        return _bind(value)
-    except argparse.ArgumentTypeError as exc:
-        raise Failure(f"{option}: {exc}") from None
-
-
-def share_metrics() -> None:
-    """Every worker counts into one directory, so any worker's GET /metrics
-    reports them all: $PROMETHEUS_MULTIPROC_DIR when the operator set it
-    (emptied of an earlier run's files), else a new temporary directory,
-    removed when the service stops."""
-    directory = os.environ.get(metrics.MULTIPROC_ENV)
-    if not directory:
-        directory = tempfile.mkdtemp(prefix="placement-svc-metrics-")
-        master = os.getpid()
-        # Workers are forked with this registration: only the master removes it.
-        atexit.register(
-            lambda: os.getpid() == master and shutil.rmtree(directory, ignore_errors=True)
-        )
-    metrics.use_directory(directory)
-    LOG.info("metrics of every worker in %s", directory)
-
-
-def _worker_exited(_server, worker) -> None:
-    metrics.process_dead(worker.pid)
-
-
-class _Gunicorn(BaseApplication):
-    """Gunicorn with options from our command line; every worker builds its own
-    application (load runs after the fork), so no connection crosses a fork."""
-
-    def __init__(self, conf, prefix: str, options: dict):
-        self.conf, self.prefix, self.options = conf, prefix, options
-        super().__init__(prog=PROG)
-
-    def load_config(self):
-        for key, value in self.options.items():
-            self.cfg.set(key, value)
-        if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 24
-            self.cfg.set("control_socket_disable", True)  # no .gunicorn/ in the CWD
-
-    def load(self):
-        application = build_app(self.conf, self.prefix)
-        runtime.tune_gc()
-        return application
-
-
-def check_bind(bind: str) -> None:
-    """Fail with one line now when the address cannot be listened on, rather
-    than letting gunicorn retry and log for several seconds."""
-    host, _colon, port = bind.rpartition(":")
-    host = host.strip("[]")
-    try:
-        infos = socket.getaddrinfo(
-            host or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
-        family, kind, proto, _name, address = infos[0]
-        with socket.socket(family, kind, proto) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(address)
-    except OSError as exc:
-        raise Failure(f"cannot listen on {bind}: {exc.strerror or exc}") from exc
-
-
 def status_upgrade_check(conf, args) -> None:
     """Exit with the worst check's code (0, 1 or 2), or with 255 and one error
     line when the checks cannot run: never 1 for an error, which reads as a warning."""
@@ -245,13 +103,6 @@ def policy_show(conf, args) -> None:
 
 
 # -- the command line ----------------------------------------------------------
-
-
-def _bind(value: str) -> str:
-    host, colon, port = value.rpartition(":")
-    if not colon or not host or not port.isdigit() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
-    return value
 
 
 def _workers(value: str) -> int:
@@ -388,10 +239,10 @@ def _add_serve_command(commands) -> None:
     srv = _command(commands, "serve", 1, help="serve the Placement API", description=text)
     srv.add_argument(
         "--bind",
-        type=_bind,
-        default=DEFAULT_BIND,
+        type=serving.parse_bind,
+        default=serving.DEFAULT_BIND,
         metavar="HOST:PORT",
-        help=f"address to listen on (default {DEFAULT_BIND})",
+        help=f"address to listen on (default {serving.DEFAULT_BIND})",
     )
     srv.add_argument(
         "--workers",
@@ -403,11 +254,11 @@ def _add_serve_command(commands) -> None:
     srv.add_argument(
         "--graceful-timeout",
         type=_seconds,
-        default=DEFAULT_GRACEFUL_TIMEOUT,
+        default=serving.DEFAULT_GRACEFUL_TIMEOUT,
         metavar="SECONDS",
         help="on SIGTERM, stop accepting connections and give the requests in progress "
         "and those already accepted this long to finish; then stop them anyway "
-        f"(default {DEFAULT_GRACEFUL_TIMEOUT})",
+        f"(default {serving.DEFAULT_GRACEFUL_TIMEOUT})",
     )
     srv.add_argument(
         "--prefix",
@@ -416,7 +267,7 @@ def _add_serve_command(commands) -> None:
         metavar="PATH",
         help="serve under this path, e.g. /placement (default: at the root)",
     )
-    srv.set_defaults(func=serve, log_level=logging.INFO)
+    srv.set_defaults(func=serving.serve, log_level=logging.INFO)
 
 
 def _add_status_commands(commands) -> None:
