@@ -48,7 +48,7 @@ class AllocationCandidates:
             rng=rng,
         )
         started = time.perf_counter()
-        with _within_budget():
+        with searching():
             noted = self.db.read(work)
         found_in = time.perf_counter() - started
         if noted.empty_because is not None:
@@ -82,7 +82,7 @@ class AllocationCandidates:
         wanted, near = explain_query(web.as_lists(req.params), web.version(req))
         wanted = self._bounded(wanted)
         work = partial(find.explain, wanted=wanted, settings=Settings.of(self.conf), near=near)
-        with _within_budget():
+        with searching():
             body = self.db.read(work)
         _answer(resp, media_type, body, text.explain)
 
@@ -92,7 +92,7 @@ class AllocationCandidates:
         req.context.placement.can(policies.CAPACITY)
         wanted = self._bounded(capacity_query(web.as_lists(req.params), web.version(req)))
         work = partial(find.capacity, wanted=wanted, settings=Settings.of(self.conf))
-        with _within_budget():
+        with searching():
             body = self.db.read(work)
         _answer(resp, media_type, body, text.capacity)
 
@@ -109,10 +109,18 @@ class AllocationCandidates:
 
 
 @contextlib.contextmanager
-def _within_budget():
-    """A search past its budget of steps: 400, naming the option."""
+def searching():
+    """What a search reports, in upstream's words: a name the database does
+    not know, 400; a search past its budget of steps, 400 naming the option."""
     try:
         yield
+    except model.UnknownNames as exc:
+        if exc.traits:
+            raise errors.BadRequest(f"No such trait(s): {', '.join(exc.traits)}.") from None
+        raise errors.BadRequest(
+            f"Invalid resource class in resources parameter: No such resource class "
+            f"{', '.join(exc.classes)}."
+        ) from None
     except model.SearchBudgetExceeded as exc:
         raise errors.BadRequest(
             f"The search for allocation candidates took more than its budget of "

@@ -44,6 +44,15 @@ class SearchBudgetExceeded(Exception):
         self.steps = steps
 
 
+class UnknownNames(Exception):
+    """The request names traits or resource classes the database does not
+    have (the traits first: the search looks them up first)."""
+
+    def __init__(self, traits: list[str], classes: list[str]):
+        super().__init__(f"no such traits {traits} or resource classes {classes}")
+        self.traits, self.classes = traits, classes
+
+
 # Budget.steps for a Found without a budget of its own: never reached.
 UNBOUNDED = 2**62
 

@@ -20,9 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from placement_svc import errors
 from placement_svc.candidates import eligibility, world
-from placement_svc.candidates.model import Found, Provider, Room
+from placement_svc.candidates.model import Found, Provider, Room, UnknownNames
 from placement_svc.candidates.request import Request
 from placement_svc.db import names, tables
 
@@ -57,14 +56,11 @@ def search(
     trait_ids = _ids(shape.all_traits, request.trait_names(), conn, names.trait_ids)
     unknown = sorted(request.trait_names() - set(trait_ids))
     if unknown:
-        raise errors.BadRequest(f"No such trait(s): {', '.join(unknown)}.")
+        raise UnknownNames(traits=unknown, classes=[])
     rc_ids = _ids(shape.class_ids, request.resource_classes(), conn, names.resource_class_ids)
     unknown = sorted(request.resource_classes() - set(rc_ids))
     if unknown:
-        raise errors.BadRequest(
-            f"Invalid resource class in resources parameter: No such resource class "
-            f"{', '.join(unknown)}."
-        )
+        raise UnknownNames(traits=[], classes=unknown)
     # Room for every requested class, on providers that can take the least amount.
     smallest: dict[str, int] = {}
     for group in request.groups.values():

@@ -34,7 +34,7 @@ QUERY_VERSION = mv.MAX_VERSION
 
 def explain(conf, args) -> None:
     """GET /allocation_candidates/explain?QUERY, from the database."""
-    with _as_the_api_refuses():
+    with _as_the_api_refuses(), api.searching():
         wanted, near = api.explain_query(query_params(args.query), QUERY_VERSION)
         settings = find.Settings.of(conf.placement)
         body = _read(conf, partial(find.explain, wanted=wanted, settings=settings, near=near))
@@ -43,7 +43,7 @@ def explain(conf, args) -> None:
 
 def capacity(conf, args) -> None:
     """GET /allocation_candidates/capacity?QUERY, from the database."""
-    with _as_the_api_refuses():
+    with _as_the_api_refuses(), api.searching():
         wanted = api.capacity_query(query_params(args.query), QUERY_VERSION)
         body = _read(conf, partial(find.capacity, wanted=wanted))
     _print(args, body, text.capacity)

@@ -18,8 +18,8 @@ import pytest
 import sqlalchemy as sa
 from microversion_parse import Version
 
-from placement_svc import errors
 from placement_svc.candidates.find import Settings, find
+from placement_svc.candidates.model import UnknownNames
 from placement_svc.db import tables
 from tests.unit.test_candidates_merge import LATEST, ask
 
@@ -269,9 +269,15 @@ def test_an_rng_gives_the_same_candidates_in_a_random_order(conn):
     assert len(orders) > 1
 
 
-def test_an_unknown_trait_is_a_bad_request(conn):
-    with pytest.raises(errors.BadRequest, match="No such trait"):
-        find(conn, ask("resources=VCPU:1&required=CUSTOM_NOWHERE"), LATEST)
+def test_unknown_names_are_a_fact_of_the_search_traits_first(conn):
+    """The search reports names the database lacks as a fact (the API
+    words it: api/allocation_candidates.searching)."""
+    with pytest.raises(UnknownNames) as raised:
+        find(conn, ask("resources=CUSTOM_NONE:1&required=CUSTOM_NOWHERE"), LATEST)
+    assert (raised.value.traits, raised.value.classes) == (["CUSTOM_NOWHERE"], [])
+    with pytest.raises(UnknownNames) as raised:
+        find(conn, ask("resources=CUSTOM_NONE:1,CUSTOM_ZERO:1"), LATEST)
+    assert (raised.value.traits, raised.value.classes) == ([], ["CUSTOM_NONE", "CUSTOM_ZERO"])
 
 
 def test_the_filters_apply_to_the_rows_read(conn):

@@ -204,3 +204,9 @@ def test_the_eligibility_rules_import_only_the_model_and_the_request():
     graph = import_graph()
     own = {m for m in graph[f"{ROOT}.candidates.eligibility"] if m != f"{ROOT}.candidates"}
     assert own <= {f"{ROOT}.candidates.model", f"{ROOT}.candidates.request"}
+
+
+def test_the_search_only_loads_and_raises_no_http_error():
+    """search.py reads the database into a Found; a name it does not find
+    is a domain fact (model.UnknownNames) the API words, not a 400 of its own."""
+    assert _offending(f"{ROOT}.candidates.search", HTTP) == {}
