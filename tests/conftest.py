@@ -27,3 +27,20 @@ def backend(request) -> str:
 def test_db(backend) -> databases.TestDatabase:
     """This process's database of ``backend``, emptied for this test."""
     return databases.fresh(backend)
+
+
+# The fixtures that open a database or start a database server: ``backend`` and
+# ``test_db`` here (and every fixture built on them, such as tests/integration's
+# ``db``), tests/galera's ``galera`` cluster, test_database_outage's private
+# ``postgresql`` cluster, test_secrets' ``postgresql_url``. A test that uses one,
+# directly or through another fixture, is marked ``database`` below, so that
+# ``-m "not database"`` runs the tests that need no database. (A test that
+# opens one of its own without these fixtures, such as a SQLite file under
+# tmp_path, is not marked; gabbi's tests are marked by tests/functional/gabbi_plugin.py.)
+DATABASE_FIXTURES = frozenset({"backend", "test_db", "galera", "postgresql", "postgresql_url"})
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.database)

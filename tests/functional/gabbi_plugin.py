@@ -83,6 +83,9 @@ class GabbiItem(pytest.Item):
     def __init__(self, *, case, **kwargs):
         super().__init__(**kwargs)
         self.case = case
+        # Every file runs over its backend's database (GabbiBackend.setup); here,
+        # not in tests/conftest.py, which `pytest gabbits` does not load.
+        self.add_marker(pytest.mark.database)
 
     def runtest(self):
         result = unittest.TestResult()

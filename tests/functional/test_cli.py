@@ -158,6 +158,7 @@ def database_url(backend, tmp_path):
 
 
 class TestDatabaseCommands:
+    @pytest.mark.slow
     def test_sync_twice_then_version_is_head(self, tmp_path, database_url):
         conf_path = write_conf(tmp_path, database_url)
         assert run(
@@ -335,6 +336,7 @@ class TestKeystoneWithoutAnAuthPlugin:
             request = urllib.request.Request(base + "/traits")
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(request, timeout=10)
+        refused.value.close()  # its unread body holds the connection's socket open
         assert refused.value.code == 401
         assert refused.value.headers["www-authenticate"] == (
             'Keystone uri="http://keystone.invalid/identity"'

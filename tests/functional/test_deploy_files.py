@@ -381,6 +381,7 @@ def status_of(url: str, method: str, headers: dict) -> int:
         ) as response:
             return response.status
     except urllib.error.HTTPError as error:
+        error.close()  # the body is not read: close the connection's socket
         return error.code
 
 
@@ -466,6 +467,7 @@ class TestContainerfile:
         copied = {s.rstrip("/") for s in build_stage_sources()}
         assert kept == copied
 
+    @pytest.mark.slow
     def test_the_build_stage_makes_a_wheel_with_every_module_and_migration(self, tmp_path):
         """The build stage's COPY and RUN, run here: the files copied into a
         directory of their own, then its ``pip wheel`` (pip in an isolated

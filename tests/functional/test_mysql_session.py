@@ -11,9 +11,13 @@ from placement_svc import conf as placement_conf
 from placement_svc.db.engine import create_engine
 from tests.functional import databases
 
-pytestmark = pytest.mark.skipif(
-    "mysql" not in databases.wanted_backends(), reason="MariaDB/MySQL not in the matrix"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        "mysql" not in databases.wanted_backends(), reason="MariaDB/MySQL not in the matrix"
+    ),
+    # The server of the matrix, reached without the backend fixture (tests/conftest.py).
+    pytest.mark.database,
+]
 
 
 def _session(**options):

@@ -74,12 +74,12 @@ def answer_from(url: str):
     return result["response"], result["took"]
 
 
-@pytest.mark.parametrize("backend", sorted(URLS))
+@pytest.mark.parametrize("driver", sorted(URLS))
 def test_a_silent_server_is_out_of_reach_after_the_connect_timeout(
-    backend, silent_port, monkeypatch
+    driver, silent_port, monkeypatch
 ):
     monkeypatch.setattr(engine_module, "CONNECT_TIMEOUT", 2)
-    response, took = answer_from(URLS[backend].format(port=silent_port))
+    response, took = answer_from(URLS[driver].format(port=silent_port))
     assert response.status_code == 503, response.text
     assert int(response.headers["retry-after"]) > 0
     [error] = response.json()["errors"]
@@ -88,10 +88,10 @@ def test_a_silent_server_is_out_of_reach_after_the_connect_timeout(
     assert 2 <= took < 10  # two attempts of 2 s (and a short pause), not a hang
 
 
-@pytest.mark.parametrize("backend", sorted(URLS))
-def test_the_urls_connect_timeout_wins(backend, silent_port, monkeypatch):
+@pytest.mark.parametrize("driver", sorted(URLS))
+def test_the_urls_connect_timeout_wins(driver, silent_port, monkeypatch):
     monkeypatch.setattr(engine_module, "CONNECT_TIMEOUT", 600)
-    url = URLS[backend].format(port=silent_port) + "?connect_timeout=2"
+    url = URLS[driver].format(port=silent_port) + "?connect_timeout=2"
     response, took = answer_from(url)
     assert response.status_code == 503, response.text
     assert took < 10

@@ -22,6 +22,8 @@ import urllib.error
 import urllib.request
 import uuid
 
+import pytest
+
 from placement_svc import app
 from placement_svc.candidates import world
 from placement_svc.db.engine import Database, create_engine
@@ -192,6 +194,7 @@ def fresh(client, engine, version: str, query: str) -> tuple[int, dict | str]:
     return _comparable(answer.status_code, answer.json())
 
 
+@pytest.mark.slow
 def test_a_serving_process_answers_as_a_fresh_read_while_another_writes(test_db, tmp_path):
     test_db.reset()
     engine = create_engine(test_db.url)
