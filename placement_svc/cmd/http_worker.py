@@ -25,8 +25,9 @@ socket and its buffer, never the worker. What bounds them:
   with 413 before it is read.
 
 A huge answer (a streamed list) is written out as it is made once more than
-WRITE_AHEAD bytes of it wait, as before; only a client that stops reading
-one then holds the worker, for at most ``client_body_timeout`` seconds.
+WRITE_AHEAD bytes of it wait, as before: only a client reading such an
+answer holds the worker while it does, and one that stops reading it is
+dropped after ``client_body_timeout`` seconds without progress.
 
 Requests still run one at a time per worker, as the sync worker runs them;
 connections close after one answer, as the sync worker closes them. On
