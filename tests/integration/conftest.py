@@ -1,8 +1,12 @@
-"""Units of work (``placement_svc.ops``) tested on a real connection, no HTTP.
+"""Code tested on a real database connection, no HTTP (tests/unit opens none).
 
-Every test runs once per backend of the matrix (tests/conftest.py: SQLite
-always, PostgreSQL and MariaDB when wanted and reachable), each time on an
-emptied database with the standard classes and traits in it.
+The units of work (``placement_svc.ops``, test_ops_*.py) and the explain
+agreement run once per backend of the matrix (the ``db`` fixture below,
+through tests/conftest.py: SQLite always, PostgreSQL and MariaDB when wanted
+and reachable), each time on an emptied database with the standard classes
+and traits in it. The engine, the kept world, the candidates search and the
+streamed body (test_engine, test_candidates_world, test_candidates_find,
+test_render_stream) open SQLite databases of their own.
 """
 
 from __future__ import annotations
