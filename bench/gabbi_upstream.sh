@@ -48,7 +48,7 @@ for file in "${files[@]}"; do
         curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break
         sleep 0.5
     done
-    # The environment tests/functional/fixtures.py gives each file.
+    # The environment tests/support/fixtures.py gives each file.
     for var in RP_UUID ALT_RP_UUID PARENT_PROVIDER_UUID ALT_PARENT_PROVIDER_UUID CONSUMER_UUID \
         ALT_CONSUMER_UUID PROJECT_ID ALT_PROJECT_ID USER_ID ALT_USER_ID AGGREGATE_UUID \
         ALT_AGGREGATE_UUID; do

@@ -1,7 +1,7 @@
 """The database matrix, once for every test directory.
 
 A test that takes ``backend`` runs once per backend of the matrix
-(PLACEMENT_TEST_BACKENDS, see tests/functional/databases.py); one that takes
+(PLACEMENT_TEST_BACKENDS, see tests/support/databases.py); one that takes
 ``test_db`` gets this process's database of that backend, emptied but for
 the standard resource classes and traits. A server that cannot be reached
 skips the test, or fails it under CI=true. To run on a subset only (say the
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.functional import databases
+from tests.support import databases
 
 
 @pytest.fixture(params=databases.wanted_backends())

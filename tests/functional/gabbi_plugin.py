@@ -4,7 +4,7 @@ Each YAML file becomes one pytest collector per backend (node ids like
 ``gabbits/traits.yaml::postgresql::list_traits``) whose tests run in order.
 Before a file's first test its database is emptied (a fresh database for
 every file) and a new application is built over it; the file's
-``fixtures:`` names classes in ``tests.functional.fixtures``.
+``fixtures:`` names classes in ``tests.support.fixtures``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import unittest
 import pytest
 from gabbi import handlers, suitemaker, utils
 
-from tests.functional import databases, fixtures
+from tests.support import databases, fixtures
 
 
 def pytest_collect_file(parent, file_path):

@@ -2,7 +2,7 @@
 in place by ``placement-svc db sync`` and handed back by ``db hand-back``, on
 every backend of the matrix (issue 27).
 
-Upstream (from PyPI, tests/functional/upstream.py) creates the schema with
+Upstream (from PyPI, tests/support/upstream.py) creates the schema with
 its own migrations and fills the cloud through its own API: a tree with two
 NUMA children, a flat host with a custom resource class, a sharing provider,
 standard and custom traits, aggregates, consumers of several types, projects
@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from placement_svc import app
 from placement_svc.db import adoption, migration, tables
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import databases, fixtures, upstream
+from tests.support import databases, fixtures, upstream
 
 pytestmark = pytest.mark.slow
 

@@ -33,7 +33,7 @@ from sqlalchemy import event
 from placement_svc import app
 from placement_svc.db import providers
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import databases, fixtures
+from tests.support import databases, fixtures
 
 THREADS = 16
 ROOM = 5  # claims the provider has room for

@@ -19,7 +19,7 @@ from placement_svc.api.allocations import bulk_query
 from placement_svc.db.engine import Database, create_engine
 from placement_svc.http import middleware
 from placement_svc.ops import allocations as ops
-from tests.functional import fixtures
+from tests.support import fixtures
 
 HEADERS = {**fixtures.ADMIN_HEADERS, "openstack-api-version": "placement 1.46"}
 MOST = 1000  # consumer uuids one request may name

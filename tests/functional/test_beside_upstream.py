@@ -43,7 +43,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.functional import databases, upstream
 from tests.functional.test_adopt_upstream import (
     U,
     cli,
@@ -55,6 +54,7 @@ from tests.functional.test_adopt_upstream import (
     reads,
     same_reads,
 )
+from tests.support import databases, upstream
 
 pytestmark = pytest.mark.slow
 

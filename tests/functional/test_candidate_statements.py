@@ -13,7 +13,7 @@ from sqlalchemy import event
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import fixtures
+from tests.support import fixtures
 
 QUERIES = [
     "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from placement_svc import app
-from tests.functional import fixtures
+from tests.support import fixtures
 
 CN = "cc000001-0000-0000-0000-000000000000"
 

@@ -22,7 +22,7 @@ from sqlalchemy import event
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
 from placement_svc.http import web
-from tests.functional import fixtures
+from tests.support import fixtures
 
 DEVICES = 6
 QUERY = (

@@ -16,8 +16,8 @@ import pytest
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import fixtures
 from tests.functional.test_allocations_bulk_statements import Counter, _provider
+from tests.support import fixtures
 
 HEADERS = {**fixtures.ADMIN_HEADERS, "openstack-api-version": "placement 1.36"}
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}

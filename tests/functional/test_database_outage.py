@@ -1,6 +1,6 @@
 """``placement-svc serve`` while its PostgreSQL goes away and comes back.
 
-The database is a private cluster (tests/functional/private_postgresql.py),
+The database is a private cluster (tests/support/private_postgresql.py),
 stopped and started at will; the shared servers of the matrix are never
 touched. What is checked, on two workers:
 
@@ -36,8 +36,8 @@ import uuid
 
 import pytest
 
-from tests.functional import databases, private_postgresql
-from tests.functional.test_cli import ADMIN_LATEST, serving, write_conf
+from tests.support import databases, private_postgresql
+from tests.support.servers import ADMIN_LATEST, serving, write_conf
 
 # Upstream's 503 detail, then ours.
 UNAVAILABLE = "The server is currently unavailable. Please try again at a later time."

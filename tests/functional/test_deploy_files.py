@@ -53,8 +53,9 @@ import pytest
 from placement_svc.cmd import bootstrap
 from placement_svc.db import migration
 from placement_svc.http import middleware
-from tests.functional.databases import in_ci
-from tests.functional.test_cli import (
+from tests.functional.test_slow_clients import attack
+from tests.support.databases import in_ci
+from tests.support.servers import (
     ADMIN_LATEST,
     answering,
     environment,
@@ -64,7 +65,6 @@ from tests.functional.test_cli import (
     run,
     write_conf,
 )
-from tests.functional.test_slow_clients import attack
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

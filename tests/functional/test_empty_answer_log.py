@@ -22,8 +22,8 @@ from placement_svc import app
 from placement_svc import microversion as mv
 from placement_svc.candidates import find, request
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import fixtures
 from tests.functional.test_cli import FLAVOR, small_cloud
+from tests.support import fixtures
 
 REQUESTS = "placement_svc.requests"
 EMPTY = "No allocation candidates for "

@@ -30,7 +30,7 @@ import uuid
 
 import pytest
 
-from tests.functional.test_cli import CLI, environment, free_port, get, run, write_conf
+from tests.support.servers import CLI, environment, free_port, get, run, write_conf
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
 DEVICES = 20  # two hosts of 20 devices: 13,680 candidates, about 6.7 MB

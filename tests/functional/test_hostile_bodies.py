@@ -13,7 +13,7 @@ import pytest
 
 from placement_svc import app
 from placement_svc.http import web
-from tests.functional import fixtures
+from tests.support import fixtures
 
 UUID = "4e8e5957-649f-477b-9e5b-f1f75b21c03c"
 PARAMS = {"uuid": UUID, "consumer_uuid": UUID, "name": "CUSTOM_HOSTILE", "resource_class": "VCPU"}

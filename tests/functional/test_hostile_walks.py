@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from placement_svc import app
-from tests.functional import fixtures
+from tests.support import fixtures
 
 R = "cc000200-0000-0000-0000-000000000000"
 H = {"openstack-api-version": "placement 1.39"}

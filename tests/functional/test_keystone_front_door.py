@@ -12,7 +12,7 @@ from keystonemiddleware import auth_token
 from placement_svc import app
 from placement_svc.db import migration
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import fixtures
+from tests.support import fixtures
 
 
 def _client(tmp_path, **authtoken):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import http.client
 import urllib.parse
 
-from tests.functional.test_cli import serving
 from tests.functional.test_logging import conf_with
+from tests.support.servers import serving
 
 
 def send(base: str, path: str, headers: dict | None = None) -> tuple[int, str]:

@@ -22,7 +22,7 @@ import sys
 import time
 import urllib.request
 
-from tests.functional.test_cli import CLI, environment, free_port, get, serving, write_conf
+from tests.support.servers import CLI, environment, free_port, get, serving, write_conf
 
 GLOBAL = "req-12345678-1234-4abc-8def-123456789abc"
 CONTEXT_LINE = re.compile(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import urllib.request
 
-from tests.functional.test_cli import assert_one_line_error, free_port, run, serving, write_conf
+from tests.support.servers import assert_one_line_error, free_port, run, serving, write_conf
 
 ADMIN = {"x-auth-token": "admin"}
 LINE = (

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from placement_svc import conf as placement_conf
 from placement_svc.db.engine import create_engine
-from tests.functional import databases
+from tests.support import databases
 
 pytestmark = [
     pytest.mark.skipif(

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from placement_svc.db import engine as db_engine
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import databases
+from tests.support import databases
 
 servers = pytest.mark.parametrize("backend", databases.server_backends(), indirect=True)
 

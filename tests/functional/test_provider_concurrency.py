@@ -16,7 +16,7 @@ import httpx
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import fixtures
+from tests.support import fixtures
 
 THREADS = 8
 ROUNDS = 5

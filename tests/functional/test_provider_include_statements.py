@@ -10,7 +10,7 @@ from sqlalchemy import event
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import fixtures
+from tests.support import fixtures
 
 INCLUDE = "include=inventories,traits,aggregates,usages"
 

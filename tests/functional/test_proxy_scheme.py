@@ -16,7 +16,7 @@ import pytest
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import fixtures
+from tests.support import fixtures
 
 
 @pytest.fixture(params=[True, False], ids=["proxy-headers", "no-proxy-headers"])

@@ -20,7 +20,7 @@ in_tree=                    placement:resource_providers:allocations:list
 The policy file here gives each of those rules its own role (and the
 provider reads the role ``reader``), so a caller's roles say exactly which
 single reads it may do. A gabbi file would need a fixture of its own in
-tests/functional/fixtures.py for that policy file; these tests build the
+tests/support/fixtures.py for that policy file; these tests build the
 application themselves, as test_provider_include_statements.py does.
 """
 
@@ -35,7 +35,7 @@ from placement_svc import app
 from placement_svc.api import resource_providers
 from placement_svc.db.engine import Database, create_engine
 from placement_svc.ops import providers as provider_ops
-from tests.functional import fixtures
+from tests.support import fixtures
 
 # rule -> the role that passes it in this file's policy
 ROLES = {

@@ -19,8 +19,8 @@ import urllib.request
 
 from placement_svc.cmd import framing
 from placement_svc.http import middleware
-from tests.functional.test_cli import serving
 from tests.functional.test_logging import conf_with
+from tests.support.servers import serving
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
 

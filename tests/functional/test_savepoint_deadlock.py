@@ -16,7 +16,7 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from tests.functional import databases
+from tests.support import databases
 
 MYSQL = [backend for backend in databases.server_backends() if backend == "mysql"]
 

@@ -39,7 +39,7 @@ import time
 import httpx
 import pytest
 
-from tests.functional.test_cli import serving, write_conf
+from tests.support.servers import serving, write_conf
 
 CHECKS = (
     "not_a_server_error",

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.functional import databases
-from tests.functional.test_cli import (
+from tests.support import databases
+from tests.support.servers import (
     ADMIN_LATEST,
     free_port,
     get,

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from placement_svc.candidates import world
 from placement_svc.db import migration, shape_changes
 from placement_svc.db.engine import create_engine
-from tests.functional import databases
+from tests.support import databases
 
 
 def plain(url: str) -> sa.engine.Engine:

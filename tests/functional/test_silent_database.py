@@ -22,7 +22,7 @@ import pytest
 from placement_svc import app
 from placement_svc.db import engine as engine_module
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import fixtures
+from tests.support import fixtures
 
 CANNOT_BE_REACHED = "The database cannot be reached; please retry later."
 URLS = {

@@ -25,7 +25,7 @@ import urllib.request
 
 import pytest
 
-from tests.functional.test_cli import serving, write_conf
+from tests.support.servers import serving, write_conf
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
 ATTACKERS = 200

@@ -17,7 +17,7 @@ import uuid
 import sqlalchemy as sa
 
 from placement_svc.db import migration, tables
-from tests.functional.test_cli import assert_one_line_error, run, write_conf
+from tests.support.servers import assert_one_line_error, run, write_conf
 
 SUCCESS, WARNING, FAILURE = 0, 1, 2
 CHECKS = [

@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 
 from placement_svc import app
-from tests.functional import fixtures
+from tests.support import fixtures
 
 CREATED = ["CUSTOM_ZULU", "CUSTOM_ALPHA", "CUSTOM_MIKE"]  # in this order, not by name
 BY_NAME = {"sqlite": True, "mysql": True, "postgresql": False}

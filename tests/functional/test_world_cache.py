@@ -27,8 +27,8 @@ import pytest
 from placement_svc import app
 from placement_svc.candidates import world
 from placement_svc.db.engine import Database, create_engine
-from tests.functional import fixtures
-from tests.functional.test_cli import serving
+from tests.support import fixtures
+from tests.support.servers import serving
 
 AGGREGATES = [str(uuid.UUID(int=n + 0xA0)) for n in range(2)]
 QUERIES = [

@@ -3,7 +3,7 @@
 ``galera`` (module scope) starts the cluster with tests/galera/cluster.sh on
 ports of its own, in a directory of its own, and stops it when the module is
 done, whatever happened. When the cluster cannot start, the module's tests
-fail under CI=true (as tests/functional/databases.py's servers do); without
+fail under CI=true (as tests/support/databases.py's servers do); without
 CI they are skipped when the packages are missing and cannot be installed,
 and fail otherwise: a cluster that was there and would not start is a fault
 to see.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.functional.databases import in_ci
+from tests.support.databases import in_ci
 
 SCRIPT = Path(__file__).resolve().parent / "cluster.sh"
 NODES = (1, 2, 3)

@@ -44,7 +44,7 @@ import sqlalchemy as sa
 from placement_svc import conf
 from placement_svc.db import tables
 from placement_svc.db.engine import create_engine
-from tests.functional.test_cli import get, run, serving, write_conf
+from tests.support.servers import get, run, serving, write_conf
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from placement_svc.db import names, tables
 from placement_svc.db.engine import Database
-from tests.functional import databases
+from tests.support import databases
 
 
 @pytest.fixture

@@ -52,7 +52,7 @@ from placement_svc.db import names, tables
 from placement_svc.db.allocations import Wanted
 from placement_svc.db.engine import Database
 from placement_svc.ops import allocations as allocation_ops
-from tests.functional import databases
+from tests.support import databases
 
 VERSION = Version(1, 44)
 TRAITS = ["CUSTOM_T0", "CUSTOM_T1", "CUSTOM_T2", "CUSTOM_T3"]

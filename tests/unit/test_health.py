@@ -13,7 +13,7 @@ import time
 import sqlalchemy as sa
 
 from placement_svc.operating import health
-from tests.functional.fixtures import make_conf
+from tests.support.fixtures import make_conf
 
 
 class _Result:

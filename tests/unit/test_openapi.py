@@ -27,7 +27,7 @@ from placement_svc.schemas import (
     trait,
     usage,
 )
-from tests.functional.fixtures import make_conf
+from tests.support.fixtures import make_conf
 
 NEWEST = mv.MAX_VERSION
 UPSTREAM = mv.UPSTREAM_MAX_VERSION

@@ -1,6 +1,6 @@
 """A PostgreSQL cluster of a test's own, to stop and start at will.
 
-The shared server of the database matrix (tests/functional/databases.py)
+The shared server of the database matrix (tests/support/databases.py)
 must never be stopped; a test of what the service does while its database
 is down starts a cluster of its own instead: ``initdb`` into a new
 temporary directory, ``pg_ctl start`` on a free port of 127.0.0.1 with trust
@@ -35,7 +35,7 @@ from collections.abc import Iterator
 
 import sqlalchemy as sa
 
-from tests.functional import databases
+from tests.support import databases
 
 STARTUP_SECONDS = 30
 # Quick and small: the cluster is thrown away, its data need not survive a crash.

@@ -22,7 +22,7 @@ from oslo_policy import opts as policy_opts
 from placement_svc import app, conf, policies
 from placement_svc.db.engine import Database, create_engine
 from placement_svc.operating import metrics
-from tests.functional import databases
+from tests.support import databases
 
 UUID_NAMES = (
     "RP_UUID",
