@@ -1,6 +1,6 @@
 """The front doors: noauth2 for tests and the quick start, keystone for real clouds.
 
-Both only establish identity headers; the context middleware in app.py turns
+Both only establish identity headers; the context middleware (middleware.py) turns
 them into a RequestContext and answers 401 (in the one error format) when a
 request other than the version document carries no user.
 """
