@@ -13,6 +13,7 @@
 #   make lint               ruff check, ruff format --check and mypy (candidates/, db/, http/)
 #   make format             ruff format, ruff check --fix
 #   make genconfig          regenerate etc/placement.conf.sample
+#   make genopenapi         regenerate docs/openapi.json (the OpenAPI document)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -26,7 +27,7 @@ TEST_STAMP := $(VENV)/.placement-svc-test-installed
 # them (loadscope keeps a file's tests for one backend together).
 PYTEST_ARGS ?= -n 2 --dist loadscope
 
-.PHONY: serve test lint format genconfig genpolicy clean
+.PHONY: serve test lint format genconfig genpolicy genopenapi clean
 
 $(STAMP): pyproject.toml
 	@$(BIN)/python -c '' 2>/dev/null || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
@@ -60,3 +61,6 @@ genpolicy: $(TEST_STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+
+genopenapi: $(TEST_STAMP)
+	$(BIN)/python -m placement_svc.operating.openapi > docs/openapi.json

@@ -1,4 +1,5 @@
-"""create_app(conf): the WSGI application, its middleware and the ONE route table."""
+"""create_app(conf): the WSGI application, its middleware, and routes.py's
+operations bound to the handlers that serve them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import logging
 import falcon
 from oslo_middleware import cors
 
-from placement_svc import errors, logs, policy
+from placement_svc import errors, logs, policy, routes
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
@@ -32,115 +33,53 @@ from placement_svc.operating import health, metrics, openapi
 LOG = logging.getLogger(__name__)
 
 
-def route_table(db, conf) -> list[tuple[str, dict]]:
-    """Every URL upstream Placement serves, with the handler for each method."""
-    rcs = resource_classes.ResourceClasses(db)
-    trs = traits.Traits(db)
-    rps = resource_providers.ResourceProviders(db)
-    invs = inventories.Inventories(db)
-    aggs = aggregates.Aggregates(db)
-    rp_traits = provider_traits.ProviderTraits(db)
-    rp_usages = usages.ProviderUsages(db)
-    allocs = allocations.Allocations(db, conf)
-    total_usages = usages_total.TotalUsages(db)
-    reshapes = reshaper.Reshaper(db, conf)
-    candidates = allocation_candidates.AllocationCandidates(db, conf)
-    return [
-        ("/", {"GET": root.home}),
-        ("/resource_classes", {"GET": rcs.list, "POST": rcs.create}),
-        (
-            "/resource_classes/{name}",
-            {"GET": rcs.show, "PUT": rcs.update, "DELETE": rcs.delete},
-        ),
-        ("/resource_providers", {"GET": rps.list, "POST": rps.create}),
-        (
-            "/resource_providers/{uuid}",
-            {"GET": rps.show, "PUT": rps.update, "DELETE": rps.delete},
-        ),
-        (
-            "/resource_providers/{uuid}/inventories",
-            {
-                "GET": invs.list,
-                "POST": invs.create,
-                "PUT": invs.replace_all,
-                "DELETE": invs.delete_all,
-            },
-        ),
-        (
-            "/resource_providers/{uuid}/inventories/{resource_class}",
-            {"GET": invs.show, "PUT": invs.update, "DELETE": invs.delete},
-        ),
-        ("/resource_providers/{uuid}/usages", {"GET": rp_usages.show}),
-        ("/resource_providers/{uuid}/aggregates", {"GET": aggs.list, "PUT": aggs.replace}),
-        ("/resource_providers/{uuid}/allocations", {"GET": allocs.for_provider}),
-        (
-            "/resource_providers/{uuid}/traits",
-            {"GET": rp_traits.list, "PUT": rp_traits.replace, "DELETE": rp_traits.delete},
-        ),
-        # GET from 1.46 (ours); before it, the 405 allowing POST upstream answers
-        (
-            "/allocations",
-            {"POST": allocs.post_many, "GET": (allocs.list_many, mv.BULK_ALLOCATIONS)},
-        ),
-        (
-            "/allocations/{consumer_uuid}",
-            {"GET": allocs.show, "PUT": allocs.replace, "DELETE": allocs.delete},
-        ),
-        ("/allocation_candidates", {"GET": candidates.list}),
-        # placement-svc's own (1.44): before it, any method is a 404, as for
-        # any URL upstream does not have.
-        (
-            "/allocation_candidates/explain",
-            {"GET": candidates.explain, SINCE: mv.CANDIDATES_EXPLAIN},
-        ),
-        (
-            "/allocation_candidates/capacity",
-            {"GET": candidates.capacity, SINCE: mv.CANDIDATES_EXPLAIN},
-        ),
-        ("/traits", {"GET": trs.list}),
-        ("/traits/{name}", {"GET": trs.show, "PUT": trs.update, "DELETE": trs.delete}),
-        ("/usages", {"GET": total_usages.show}),
-        ("/reshaper", {"POST": reshapes.reshape}),
-    ]
-
-
-# In a route's handlers: the microversion the URL appears at, for a URL of
-# placement-svc's own (its handlers check it themselves). A method of our
-# own on an upstream URL is given as (handler, the microversion it appears at).
-SINCE = "since"
+def resources(db, conf) -> dict[str, object]:
+    """Each resource routes.py names, serving its routes' operations."""
+    return {
+        "root": root,
+        "resource_classes": resource_classes.ResourceClasses(db),
+        "traits": traits.Traits(db),
+        "resource_providers": resource_providers.ResourceProviders(db),
+        "inventories": inventories.Inventories(db),
+        "aggregates": aggregates.Aggregates(db),
+        "provider_traits": provider_traits.ProviderTraits(db),
+        "provider_usages": usages.ProviderUsages(db),
+        "allocations": allocations.Allocations(db, conf),
+        "usages": usages_total.TotalUsages(db),
+        "reshaper": reshaper.Reshaper(db, conf),
+        "allocation_candidates": allocation_candidates.AllocationCandidates(db, conf),
+    }
 
 
 class _Resource:
-    """Binds one URL's handlers to falcon responders. Every other method, OPTIONS
-    included (falcon would answer that one itself), is a 405 naming the methods
-    allowed at the request's microversion; a 404 before the microversion a URL
-    of our own appears at."""
+    """Binds one route's operations to falcon responders. Each responder
+    first states which operation the request is (``web.operation``: the
+    handler's checks and the conditional reads read it). Every other
+    method, OPTIONS included (falcon would answer that one itself), is a 405
+    naming the methods allowed at the request's microversion; every method
+    is a 404 before the microversion a URL of our own appears at."""
 
-    def __init__(self, handlers: dict):
-        handlers = dict(handlers)
-        self.since = handlers.pop(SINCE, None)
-        # method -> the microversion it appears at (None: always there)
-        self.methods = {
-            method: entry[1] if isinstance(entry, tuple) else None
-            for method, entry in handlers.items()
-        }
+    def __init__(self, route: routes.Route, resource: object):
+        self.since = route.since
+        # method -> the microversion it joins the URL's Allow at (None: always)
+        self.methods = {op.method: op.allowed_since for op in route.operations}
+        responders = {op.method: self._responder(op, resource) for op in route.operations}
         for method in falcon.COMBINED_METHODS:
-            entry = handlers.get(method)
-            if entry is None:
-                handler = self._not_allowed
-            elif isinstance(entry, tuple):
-                handler = self._from(entry[0], entry[1])
-            else:
-                handler = entry
-            setattr(self, "on_" + method.lower(), handler)
+            setattr(self, "on_" + method.lower(), responders.get(method, self._not_allowed))
 
-    def _from(self, handler, feature):
-        def guarded(req, resp, **params):
-            if web.version(req) < feature:
-                return self._not_allowed(req, resp, needs=feature, **params)
+    def _responder(self, operation: routes.Operation, resource: object):
+        handler = getattr(resource, operation.handler)
+        since, allowed_since = self.since, operation.allowed_since
+
+        def respond(req, resp, **params):
+            if allowed_since is not None and web.version(req) < allowed_since:
+                return self._not_allowed(req, resp, needs=allowed_since, **params)
+            if since is not None:
+                web.require_version(req, since)
+            req.context.operation = operation
             return handler(req, resp, **params)
 
-        return guarded
+        return respond
 
     def _not_allowed(self, req, resp, needs=None, **_params):
         if self.since is not None:
@@ -245,6 +184,12 @@ def _handle_unexpected(req, resp, ex, _params):
 # with its own policy (placement:metrics).
 OPERATING_PATHS = (health.PATH, metrics.PATH, openapi.PATH)
 
+# GET /metrics, served by the falcon application (authenticated, with its
+# own policy) when metrics are on, but not an operation of the API.
+METRICS_ROUTE = routes.Route(
+    metrics.PATH, "metrics", (routes.Operation("GET", "show", None, {200: None}),)
+)
+
 
 class _Mount:
     """``mounted`` answers ``path``; ``application`` every other path."""
@@ -269,10 +214,11 @@ def create_falcon_app(
     app.req_options.auto_parse_qs_csv = False
     # Bodiless answers (201 on create, 204) carry no Content-Type, as upstream.
     app.resp_options.default_media_type = None
-    for template, handlers in route_table(db, conf):
-        app.add_route(template, _Resource(handlers))
+    served = resources(db, conf)
+    for route in routes.ROUTES:
+        app.add_route(route.template, _Resource(route, served[route.resource]))
     if counts is not None:
-        app.add_route(metrics.PATH, _Resource({"GET": metrics.Scrape(counts).show}))
+        app.add_route(metrics.PATH, _Resource(METRICS_ROUTE, metrics.Scrape(counts)))
     app.add_error_handler(Exception, _handle_unexpected)
     app.add_error_handler(falcon.HTTPError, _handle_falcon_error)
     app.add_error_handler(errors.PlacementError, _handle_placement_error)
@@ -305,10 +251,9 @@ def create_app(conf, db: Database | None = None):
     application = requestlog.RequestLog(application, conf)
     # Outside the request log (a load balancer's checks every few seconds
     # are not worth a line each) and outside authentication.
-    routes = route_table(db, conf)
-    application = _Mount(application, openapi.PATH, openapi.Application(conf, routes))
+    application = _Mount(application, openapi.PATH, openapi.Application(conf))
     application = health.Healthcheck(application, conf, db)
     if counts is not None:
-        templates = [template for template, _handlers in routes]
-        application = metrics.Instrument(application, counts, [*templates, *OPERATING_PATHS])
+        templates = [*routes.templates(), *OPERATING_PATHS]
+        application = metrics.Instrument(application, counts, templates)
     return application

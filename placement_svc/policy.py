@@ -20,9 +20,29 @@ from oslo_config import cfg
 from oslo_policy import opts as policy_opts
 from oslo_policy import policy
 
-from placement_svc import errors, policies
+from placement_svc import errors, policies, routes
 
 LOG = logging.getLogger(__name__)
+
+
+def list_rules() -> list[policy.RuleDefault]:
+    """Placement's rules (``placement_svc.policies``), each API rule
+    documented with the operations routes.py says it guards: the
+    ``oslo.policy.policies`` entry point (namespace ``placement``)."""
+    guarded = routes.by_policy()
+    found = []
+    for rule in policies.list_rules():
+        operations = guarded.get(rule.name)
+        if operations and not isinstance(rule, policy.DocumentedRuleDefault):
+            rule = policy.DocumentedRuleDefault(
+                name=rule.name,
+                check_str=rule.check_str,
+                description=rule.description,
+                operations=operations,
+                scope_types=rule.scope_types,
+            )
+        found.append(rule)
+    return found
 
 
 class PolicyFileError(RuntimeError):
@@ -35,7 +55,7 @@ def make_enforcer(conf, rules=None) -> policy.Enforcer:
     # Every base rule changed its default in Wallaby; saying so on each load
     # would only fill the logs (upstream silences this too).
     enforcer.suppress_default_change_warnings = True
-    enforcer.register_defaults(rules if rules is not None else policies.list_rules())
+    enforcer.register_defaults(rules if rules is not None else list_rules())
     try:
         enforcer.load_rules()
     except Exception as exc:  # noqa: BLE001 - YAML, type and I/O errors alike

@@ -11,7 +11,6 @@ from placement_svc.db.exceptions import ConcurrentUpdate, ProviderNotFound
 from placement_svc.http import web
 from placement_svc.ops import aggregates as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
-from placement_svc.policies import aggregates as policies
 
 
 def _words(fact: Exception) -> errors.PlacementError | None:
@@ -40,15 +39,15 @@ class Aggregates:
     def list(self, req, resp, uuid):
         # Upstream checks the media types of these two before the version.
         web.check_accept(req)
-        web.require_version(req, mv.AGGREGATES)
-        req.context.placement.can(policies.LIST)
+        web.check_version(req)
+        web.authorize(req)
         with web.answering(_words):
             self._send(req, resp, *self.db.read(partial(ops.list_for, uuid=uuid)))
 
     def replace(self, req, resp, uuid):
         web.require_json(req)
-        web.require_version(req, mv.AGGREGATES)
-        req.context.placement.can(policies.UPDATE)
+        web.check_version(req)
+        web.authorize(req)
         data = web.read_json(req)
         work = partial(ops.replace, uuid=uuid, data=data, version=web.version(req))
         with web.answering(_words):

@@ -12,13 +12,11 @@ import time
 from functools import partial
 
 from placement_svc import errors
-from placement_svc import microversion as mv
 from placement_svc.candidates import explain as explain_rules
 from placement_svc.candidates import find, model, request, text
 from placement_svc.candidates.find import Settings
 from placement_svc.http import accept, web
 from placement_svc.operating import metrics
-from placement_svc.policies import allocation_candidates as policies
 from placement_svc.schemas import allocation_candidate as schema
 
 # The request log's logger: an empty answer says there why it is empty.
@@ -32,13 +30,11 @@ class AllocationCandidates:
         self.conf = conf.placement
 
     def list(self, req, resp):
-        web.require_version(req, mv.ALLOCATION_CANDIDATES)
+        web.check_version(req)
         web.check_accept(req)
-        req.context.placement.can(policies.LIST)
+        web.authorize(req)
         version = web.version(req)
-        wanted = self._bounded(
-            request.parse(web.versioned_query(req, schema.query_schema), version)
-        )
+        wanted = self._bounded(request.parse(web.declared_query(req), version))
         rng = random.Random() if self.conf.randomize_allocation_candidates else None
         work = partial(
             find.find_noting_empty,
@@ -76,9 +72,8 @@ class AllocationCandidates:
         web.cache_headers(req, resp)
 
     def explain(self, req, resp):
-        web.require_version(req, mv.CANDIDATES_EXPLAIN)
         media_type = _media_type(req)
-        req.context.placement.can(policies.EXPLAIN)
+        web.authorize(req)
         wanted, near = explain_query(web.as_lists(req.params), web.version(req))
         wanted = self._bounded(wanted)
         work = partial(find.explain, wanted=wanted, settings=Settings.of(self.conf), near=near)
@@ -87,9 +82,8 @@ class AllocationCandidates:
         _answer(resp, media_type, body, text.explain)
 
     def capacity(self, req, resp):
-        web.require_version(req, mv.CANDIDATES_EXPLAIN)
         media_type = _media_type(req)
-        req.context.placement.can(policies.CAPACITY)
+        web.authorize(req)
         wanted = self._bounded(capacity_query(web.as_lists(req.params), web.version(req)))
         work = partial(find.capacity, wanted=wanted, settings=Settings.of(self.conf))
         with searching():

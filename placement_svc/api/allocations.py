@@ -20,7 +20,6 @@ from placement_svc.http import web
 from placement_svc.ops import allocations as ops
 from placement_svc.ops.exceptions import NoAllocations
 from placement_svc.policies import allocations as policies
-from placement_svc.schemas import allocation as schema
 from placement_svc.uuidutil import is_uuid_like
 
 
@@ -137,7 +136,7 @@ class Allocations:
     def show(self, req, resp, consumer_uuid):
         """Never a 404: a consumer without allocations has ``{}``."""
         web.check_accept(req)
-        req.context.placement.can(policies.ALLOC_LIST)
+        web.authorize(req)
         version = web.version(req)
         consumer, found = self.db.read(partial(ops.for_consumer, consumer_uuid=consumer_uuid))
         web.render(resp, consumer_body(consumer, found, version))
@@ -150,8 +149,8 @@ class Allocations:
         (app.py's route says so)."""
         version = web.version(req)
         web.check_accept(req)
-        req.context.placement.can(policies.ALLOC_LIST)
-        form, uuids = bulk_query(web.query(req, schema.LIST_QUERY_V1_46))
+        web.authorize(req)
+        form, uuids = bulk_query(web.declared_query(req))
         if form in BY_PROVIDER:
             req.context.placement.can(policies.RP_ALLOC_LIST)
         if form == CONSUMERS:
@@ -167,7 +166,7 @@ class Allocations:
 
     def for_provider(self, req, resp, uuid):
         web.check_accept(req)
-        req.context.placement.can(policies.RP_ALLOC_LIST)
+        web.authorize(req)
         version = web.version(req)
         with web.answering(_words, "for_provider"):
             provider, found = self.db.read(partial(ops.for_provider, uuid=uuid))
@@ -183,22 +182,22 @@ class Allocations:
 
     def replace(self, req, resp, consumer_uuid):
         web.require_json(req)
-        req.context.placement.can(policies.ALLOC_UPDATE)
+        web.authorize(req)
         version = web.version(req)
         if not is_uuid_like(consumer_uuid):
             raise errors.BadRequest(f"Malformed consumer_uuid: {consumer_uuid}")
-        data = web.read_json(req, schema.for_version(version).put)
+        data = web.read_body(req)
         consumer_uuid = str(uuidlib.UUID(consumer_uuid))
         with web.answering(_words, "put", consumer_uuid):
             self._write([wanted_for(consumer_uuid, data)], version)
         web.no_content(resp)
 
     def post_many(self, req, resp):
-        web.require_version(req, mv.POST_ALLOCATIONS)
+        web.check_version(req)
         web.require_json(req)
-        req.context.placement.can(policies.ALLOC_MANAGE)
+        web.authorize(req)
         version = web.version(req)
-        data = web.read_json(req, schema.for_version(version).post)
+        data = web.read_body(req)
         with web.answering(_words, "post"):
             self._write([wanted_for(uuid, body) for uuid, body in data.items()], version)
         web.no_content(resp)
@@ -213,7 +212,7 @@ class Allocations:
         ops.write_retrying(self.db, self.retries, work)
 
     def delete(self, req, resp, consumer_uuid):
-        req.context.placement.can(policies.ALLOC_DELETE)
+        web.authorize(req)
         with web.answering(_words, "delete"):
             self.db.write(partial(ops.delete, consumer_uuid=consumer_uuid))
         web.no_content(resp)

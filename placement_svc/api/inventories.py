@@ -30,7 +30,6 @@ from placement_svc.ops.exceptions import (
     InventoryNotFound,
     ProviderGenerationMismatch,
 )
-from placement_svc.policies import inventories as policies
 
 
 def _words(fact: Exception, action: str, uuid: str, rc: str = "") -> errors.PlacementError | None:
@@ -155,14 +154,14 @@ class Inventories:
 
     def list(self, req, resp, uuid):
         web.check_accept(req)
-        req.context.placement.can(policies.LIST)
+        web.authorize(req)
         with web.answering(_words, "list", uuid):
             generation, found = self.db.read(partial(ops.list_for, uuid=uuid))
         self._send_all(req, resp, generation, found)
 
     def show(self, req, resp, uuid, resource_class):
         web.check_accept(req)
-        req.context.placement.can(policies.SHOW)
+        web.authorize(req)
         with web.answering(_words, "show", uuid, resource_class):
             generation, inv = self.db.read(
                 partial(ops.show, uuid=uuid, resource_class=resource_class)
@@ -171,7 +170,7 @@ class Inventories:
 
     def replace_all(self, req, resp, uuid):
         web.require_json(req)
-        req.context.placement.can(policies.UPDATE)
+        web.authorize(req)
         work = partial(
             ops.replace_all, uuid=uuid, data=web.read_json(req), version=web.version(req)
         )
@@ -181,7 +180,7 @@ class Inventories:
 
     def create(self, req, resp, uuid):
         web.require_json(req)
-        req.context.placement.can(policies.CREATE)
+        web.authorize(req)
         work = partial(ops.create, uuid=uuid, data=web.read_json(req), version=web.version(req))
         with web.answering(_words, "create", uuid):
             generation, inv = self.db.write(work)
@@ -193,7 +192,7 @@ class Inventories:
 
     def update(self, req, resp, uuid, resource_class):
         web.require_json(req)
-        req.context.placement.can(policies.UPDATE)
+        web.authorize(req)
         work = partial(
             ops.update_one,
             uuid=uuid,
@@ -206,7 +205,7 @@ class Inventories:
         self._send_one(req, resp, generation, inv)
 
     def delete(self, req, resp, uuid, resource_class):
-        req.context.placement.can(policies.DELETE)
+        web.authorize(req)
         with web.answering(_words, "delete", uuid, resource_class):
             self.db.write(partial(ops.delete_one, uuid=uuid, resource_class=resource_class))
         web.no_content(resp)
@@ -216,7 +215,7 @@ class Inventories:
             raise errors.MethodNotAtThisVersion(
                 req.method, web.version_hint(req, mv.DELETE_INVENTORIES, "This method")
             )
-        req.context.placement.can(policies.DELETE)
+        web.authorize(req)
         with web.answering(_words, "delete_all", uuid):
             self.db.write(partial(ops.delete_all, uuid=uuid))
         web.no_content(resp)

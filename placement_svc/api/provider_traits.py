@@ -5,14 +5,11 @@ from __future__ import annotations
 from functools import partial
 
 from placement_svc import errors
-from placement_svc import microversion as mv
 from placement_svc.api.wording import concurrent_update, generation_changed, no_provider
 from placement_svc.db.exceptions import ConcurrentUpdate, ProviderNotFound, UnknownTrait
 from placement_svc.http import web
 from placement_svc.ops import provider_traits as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
-from placement_svc.policies import traits as policies
-from placement_svc.schemas import trait as schema
 
 
 def _words(fact: Exception, action: str) -> errors.PlacementError | None:
@@ -43,17 +40,17 @@ class ProviderTraits:
         web.cache_headers(req, resp, web.newest(traits))
 
     def list(self, req, resp, uuid):
-        web.require_version(req, mv.TRAITS)
+        web.check_version(req)
         web.check_accept(req)
-        req.context.placement.can(policies.RP_TRAIT_LIST)
+        web.authorize(req)
         with web.answering(_words, "list"):
             self._send(req, resp, *self.db.read(partial(ops.list_for, uuid=uuid)))
 
     def replace(self, req, resp, uuid):
-        web.require_version(req, mv.TRAITS)
+        web.check_version(req)
         web.require_json(req)
-        req.context.placement.can(policies.RP_TRAIT_UPDATE)
-        data = web.read_json(req, schema.for_version(web.version(req)).provider_traits)
+        web.authorize(req)
+        data = web.read_body(req)
         work = partial(
             ops.replace,
             uuid=uuid,
@@ -64,8 +61,8 @@ class ProviderTraits:
             self._send(req, resp, *self.db.write(work))
 
     def delete(self, req, resp, uuid):
-        web.require_version(req, mv.TRAITS)
-        req.context.placement.can(policies.RP_TRAIT_DELETE)
+        web.check_version(req)
+        web.authorize(req)
         with web.answering(_words, "delete"):
             self.db.write(partial(ops.delete_all, uuid=uuid))
         web.no_content(resp)

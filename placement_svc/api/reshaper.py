@@ -13,8 +13,6 @@ from placement_svc.http import web
 from placement_svc.ops import allocations
 from placement_svc.ops import reshaper as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
-from placement_svc.policies import reshaper as policies
-from placement_svc.schemas import reshaper as schema
 
 
 def _words(fact: Exception) -> errors.PlacementError | None:
@@ -48,11 +46,11 @@ class Reshaper:
         self.incomplete = incomplete_ids(conf)
 
     def reshape(self, req, resp):
-        web.require_version(req, mv.RESHAPER)
+        web.check_version(req)
         web.require_json(req)
-        req.context.placement.can(policies.RESHAPE)
+        web.authorize(req)
         version = web.version(req)
-        data = web.read_json(req, schema.for_version(version))
+        data = web.read_body(req)
         work = partial(
             ops.reshape,
             new_inventories=data["inventories"],

@@ -15,7 +15,6 @@ from placement_svc.db.exceptions import (
 from placement_svc.http import web
 from placement_svc.ops import resource_classes as ops
 from placement_svc.ops.exceptions import StandardResourceClass
-from placement_svc.policies import resource_classes as policies
 from placement_svc.schemas import resource_class as schema
 
 
@@ -57,7 +56,7 @@ def _body(req, rc) -> dict:
 
 def _require_version_and_name(req, name: str) -> None:
     """1.2+, and a name: ``/resource_classes/`` is no URL upstream serves."""
-    web.require_version(req, mv.RESOURCE_CLASSES)
+    web.check_version(req)
     if not name:
         raise errors.NotFound()
 
@@ -67,18 +66,18 @@ class ResourceClasses:
         self.db = db
 
     def list(self, req, resp):
-        web.require_version(req, mv.RESOURCE_CLASSES)
+        web.check_version(req)
         web.check_accept(req)
-        req.context.placement.can(policies.LIST)
+        web.authorize(req)
         classes = self.db.read(ops.list_all)
         web.render(resp, {"resource_classes": [_body(req, rc) for rc in classes]})
         web.cache_headers(req, resp, web.newest(classes))
 
     def create(self, req, resp):
-        web.require_version(req, mv.RESOURCE_CLASSES)
+        web.check_version(req)
         web.require_json(req)
-        req.context.placement.can(policies.CREATE)
-        name = web.read_json(req, schema.for_version(web.version(req)))["name"]
+        web.authorize(req)
+        name = web.read_body(req)["name"]
         with web.answering(_words, "create"):
             self.db.write(partial(ops.create, name=name))
         web.no_content(resp, 201)
@@ -87,7 +86,7 @@ class ResourceClasses:
     def show(self, req, resp, name):
         _require_version_and_name(req, name)
         web.check_accept(req)
-        req.context.placement.can(policies.SHOW)
+        web.authorize(req)
         with web.answering(_words, "show"):
             rc = self.db.read(partial(ops.get, name=name))
         web.render(resp, _body(req, rc))
@@ -98,15 +97,15 @@ class ResourceClasses:
         if web.version(req) >= mv.RESOURCE_CLASS_PUT_CREATES:
             return self._ensure(req, resp, name)
         web.require_json(req)  # a rename has a body; from 1.7 there is none
-        req.context.placement.can(policies.UPDATE)
-        new_name = web.read_json(req, schema.for_version(web.version(req)))["name"]
+        web.authorize(req)
+        new_name = web.read_body(req)["name"]
         with web.answering(_words, "update"):
             rc = self.db.write(partial(ops.rename, name=name, new_name=new_name))
         web.render(resp, _body(req, rc))
 
     def _ensure(self, req, resp, name):
         """1.7+: a bodiless PUT creates the class (201) or confirms it (204)."""
-        req.context.placement.can(policies.UPDATE)
+        web.authorize(req)
         web.validate({"name": name}, schema.for_version(web.version(req)))
         with web.answering(_words, "create"):
             _rc, created = self.db.write(partial(ops.ensure, name=name))
@@ -115,7 +114,7 @@ class ResourceClasses:
 
     def delete(self, req, resp, name):
         _require_version_and_name(req, name)
-        req.context.placement.can(policies.DELETE)
+        web.authorize(req)
         with web.answering(_words, "delete"):
             self.db.write(partial(ops.delete, name=name))
         web.no_content(resp)

@@ -7,12 +7,10 @@ from functools import partial
 import jsonschema
 
 from placement_svc import errors
-from placement_svc import microversion as mv
 from placement_svc.db.exceptions import TraitInUse, TraitNotFound
 from placement_svc.http import web
 from placement_svc.ops import traits as ops
 from placement_svc.ops.exceptions import StandardTrait
-from placement_svc.policies import traits as policies
 from placement_svc.schemas import trait as schema
 
 _INVALID_TRAIT = (
@@ -60,7 +58,7 @@ def _filters(params: dict[str, list[str]]) -> dict:
 
 def _require_version_and_name(req, name: str) -> None:
     """1.6+, and a name: ``/traits/`` is no URL upstream serves."""
-    web.require_version(req, mv.TRAITS)
+    web.check_version(req)
     if not name:
         raise errors.NotFound()
 
@@ -70,17 +68,17 @@ class Traits:
         self.db = db
 
     def list(self, req, resp):
-        web.require_version(req, mv.TRAITS)
+        web.check_version(req)
         web.check_accept(req)
-        req.context.placement.can(policies.TRAITS_LIST)
-        filters = _filters(web.versioned_query(req, lambda v: schema.for_version(v).list_query))
+        web.authorize(req)
+        filters = _filters(web.declared_query(req))
         found = self.db.read(partial(ops.list_filtered, **filters))
         web.render(resp, {"traits": [t.name for t in found]})
         web.cache_headers(req, resp, web.newest(found))
 
     def show(self, req, resp, name):
         _require_version_and_name(req, name)
-        req.context.placement.can(policies.TRAITS_SHOW)
+        web.authorize(req)
         with web.answering(_words):
             trait = self.db.read(partial(ops.get, name=name))
         web.no_content(resp)
@@ -88,7 +86,7 @@ class Traits:
 
     def update(self, req, resp, name):
         _require_version_and_name(req, name)
-        req.context.placement.can(policies.TRAITS_UPDATE)
+        web.authorize(req)
         try:
             schema.for_version(web.version(req)).custom_trait.check(name)
         except jsonschema.ValidationError:
@@ -100,7 +98,7 @@ class Traits:
 
     def delete(self, req, resp, name):
         _require_version_and_name(req, name)
-        req.context.placement.can(policies.TRAITS_DELETE)
+        web.authorize(req)
         with web.answering(_words):
             self.db.write(partial(ops.delete, name=name))
         web.no_content(resp)

@@ -9,7 +9,6 @@ from placement_svc.api.wording import no_provider
 from placement_svc.db.exceptions import ProviderNotFound
 from placement_svc.http import web
 from placement_svc.ops import usages as ops
-from placement_svc.policies import usages as policies
 
 
 def _words(fact: Exception) -> errors.PlacementError | None:
@@ -25,7 +24,7 @@ class ProviderUsages:
 
     def show(self, req, resp, uuid):
         web.check_accept(req)
-        req.context.placement.can(policies.PROVIDER_USAGES)
+        web.authorize(req)
         with web.answering(_words):
             generation, usages = self.db.read(partial(ops.for_provider, uuid=uuid))
         web.render(resp, {"resource_provider_generation": generation, "usages": usages})

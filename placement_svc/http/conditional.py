@@ -21,23 +21,6 @@ import falcon
 
 from placement_svc import microversion as mv
 
-# The reads that answer with an ETag: a provider, its sub-resources, the
-# provider list (with or without include=) and allocations.
-TEMPLATES = frozenset(
-    {
-        "/resource_providers",
-        "/resource_providers/{uuid}",
-        "/resource_providers/{uuid}/inventories",
-        "/resource_providers/{uuid}/inventories/{resource_class}",
-        "/resource_providers/{uuid}/usages",
-        "/resource_providers/{uuid}/aggregates",
-        "/resource_providers/{uuid}/traits",
-        "/resource_providers/{uuid}/allocations",
-        "/allocations",
-        "/allocations/{consumer_uuid}",
-    }
-)
-
 
 def etag(body: bytes) -> str:
     return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
@@ -58,8 +41,10 @@ def matches(if_none_match: str, tag: str) -> bool:
 
 
 class ConditionalReads:
-    """falcon middleware: after a successful GET of one of TEMPLATES at
-    1.47 or later, the ETag; a 304 without a body when it matches."""
+    """falcon middleware: after a successful GET at 1.47 or later of an
+    operation routes.py declares a conditional read (``etag``: a provider,
+    its sub-resources, the provider list and allocations), the ETag; a 304
+    without a body when it matches."""
 
     def process_response(
         self,
@@ -70,7 +55,8 @@ class ConditionalReads:
     ) -> None:
         if not req_succeeded or req.method != "GET" or resp.status_code != 200:
             return
-        if req.uri_template not in TEMPLATES or not isinstance(resp.data, bytes):
+        operation = getattr(req.context, "operation", None)
+        if not getattr(operation, "etag", False) or not isinstance(resp.data, bytes):
             return
         ctx = getattr(req.context, "placement", None)
         if ctx is None or ctx.version < mv.CONDITIONAL_READS:

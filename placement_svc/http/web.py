@@ -47,6 +47,56 @@ def require_version(req: falcon.Request, feature: Version) -> None:
         raise errors.NotFound(version_hint(req, feature, "This URL"))
 
 
+# -- the request's operation (placement_svc/routes.py) ---------------------------
+#
+# The app binds each responder to its operation (app._Resource); a handler
+# says when each check happens, in upstream's order for it, and these read
+# what to check from the operation, so no handler restates a version, a
+# schema or a policy rule its route declares.
+
+
+class Declared(Protocol):
+    """What these helpers read of a routes.Operation."""
+
+    since: Version
+    policy: str | None
+    body: Callable[[Version], Schema | None] | None
+    query: Callable[[Version], Schema | None] | None
+
+
+def operation(req: falcon.Request) -> Declared:
+    return req.context.operation
+
+
+def check_version(req: falcon.Request) -> None:
+    """404 before the microversion the operation appears at."""
+    require_version(req, operation(req).since)
+
+
+def authorize(req: falcon.Request, target: dict[str, Any] | None = None) -> None:
+    """403 unless policy allows the caller the operation's rule (on
+    ``target``; by default the caller's own project and user)."""
+    rule = operation(req).policy
+    if rule is not None:
+        req.context.placement.can(rule, target)
+
+
+def read_body(req: falcon.Request) -> Any:
+    """The body, read as ``read_json`` reads it, against the operation's body
+    schema at the request's version."""
+    schema_at = operation(req).body
+    return read_json(req, schema_at(version(req)) if schema_at is not None else None)
+
+
+def declared_query(req: falcon.Request) -> dict[str, list[str]]:
+    """The query, checked as ``versioned_query`` checks it, against the
+    operation's query schema."""
+    schema_at = operation(req).query
+    if schema_at is None:
+        return query(req)
+    return versioned_query(req, schema_at)
+
+
 def version_hint(req: falcon.Request, feature: Version, what: str) -> str:
     """The sentence a 404 or 405 adds when ``what`` (the URL, the method)
     exists from a later microversion: a request without the header is

@@ -1,9 +1,10 @@
 """Placement's policy defaults: the base rules and one rule per API operation.
 
 The names are upstream Placement's (``placement:resource_providers:list``,
-...), so an operator's policy.yaml keeps its meaning. ``list_rules`` is the
-``oslo.policy.policies`` entry point (namespace ``placement``) that
-oslopolicy-sample-generator and friends read.
+...), so an operator's policy.yaml keeps its meaning. The operations each
+API rule guards are routes.py's: ``placement_svc.policy.list_rules`` (the
+``oslo.policy.policies`` entry point, namespace ``placement``, that
+oslopolicy-sample-generator and friends read) documents them with those.
 """
 
 from __future__ import annotations

@@ -7,15 +7,9 @@ from placement_svc.policies.base import ADMIN_OR_SERVICE, api_rule
 LIST = "placement:resource_providers:aggregates:list"
 UPDATE = "placement:resource_providers:aggregates:update"
 
-PATH = "/resource_providers/{uuid}/aggregates"
-
 rules = [
-    api_rule(
-        LIST, ADMIN_OR_SERVICE, "List the aggregates a resource provider is in.", f"GET {PATH}"
-    ),
-    api_rule(
-        UPDATE, ADMIN_OR_SERVICE, "Set the aggregates a resource provider is in.", f"PUT {PATH}"
-    ),
+    api_rule(LIST, ADMIN_OR_SERVICE, "List the aggregates a resource provider is in."),
+    api_rule(UPDATE, ADMIN_OR_SERVICE, "Set the aggregates a resource provider is in."),
 ]
 
 

@@ -13,21 +13,18 @@ rules = [
         LIST,
         ADMIN_OR_SERVICE,
         "List the ways a request for resources could be satisfied.",
-        "GET /allocation_candidates",
     ),
     api_rule(
         EXPLAIN,
         ADMIN_OR_SERVICE,
         "Explain an allocation candidates query: what each filter and rule left, "
         "and the trees that almost fit (placement-svc's own, 1.44).",
-        "GET /allocation_candidates/explain",
     ),
     api_rule(
         CAPACITY,
         ADMIN_OR_SERVICE,
         "Count how many copies of an allocation candidates query fit, per tree "
         "(placement-svc's own, 1.44).",
-        "GET /allocation_candidates/capacity",
     ),
 ]
 

@@ -10,14 +10,11 @@ ALLOC_UPDATE = "placement:allocations:update"
 ALLOC_DELETE = "placement:allocations:delete"
 RP_ALLOC_LIST = "placement:resource_providers:allocations:list"
 
-OF_CONSUMER = "/allocations/{consumer_uuid}"
-
 rules = [
     api_rule(
         ALLOC_MANAGE,
         ADMIN_OR_SERVICE,
         "Write the allocations of several consumers at once.",
-        "POST /allocations",
     ),
     api_rule(
         ALLOC_LIST,
@@ -25,22 +22,15 @@ rules = [
         "Show a consumer's allocations, or (from microversion 1.46, GET "
         "/allocations) those of several consumers at once: named by uuid, or "
         "every consumer holding allocations against given providers or a tree.",
-        f"GET {OF_CONSUMER}",
-        "GET /allocations",
     ),
-    api_rule(
-        ALLOC_UPDATE, ADMIN_OR_SERVICE, "Replace a consumer's allocations.", f"PUT {OF_CONSUMER}"
-    ),
-    api_rule(
-        ALLOC_DELETE, ADMIN_OR_SERVICE, "Delete a consumer's allocations.", f"DELETE {OF_CONSUMER}"
-    ),
+    api_rule(ALLOC_UPDATE, ADMIN_OR_SERVICE, "Replace a consumer's allocations."),
+    api_rule(ALLOC_DELETE, ADMIN_OR_SERVICE, "Delete a consumer's allocations."),
     api_rule(
         RP_ALLOC_LIST,
         ADMIN_OR_SERVICE,
         "List the allocations made against a resource provider; from "
         "microversion 1.46 GET /allocations?resource_provider_uuid= and "
         "?in_tree= need it too, beside placement:allocations:list.",
-        "GET /resource_providers/{uuid}/allocations",
     ),
 ]
 

@@ -76,16 +76,23 @@ rules = [
 
 
 def api_rule(name: str, check_str: str, description: str, *operations: str):
-    """One documented API rule; ``operations`` are "METHOD /path" strings."""
-    return policy.DocumentedRuleDefault(
-        name=name,
-        check_str=check_str,
-        description=description,
-        operations=[
-            {"method": method, "path": path}
-            for method, path in (op.split(" ", 1) for op in operations)
-        ],
-        scope_types=list(PROJECT_SCOPE),
+    """One API rule. The operations it guards ("METHOD /path") are what
+    placement_svc/routes says; ``placement_svc.policy.list_rules`` documents
+    the rule with them. Only a rule of a URL routes.py does not declare (the
+    operating URLs) names its ``operations`` here."""
+    if operations:
+        return policy.DocumentedRuleDefault(
+            name=name,
+            check_str=check_str,
+            description=description,
+            operations=[
+                {"method": method, "path": path}
+                for method, path in (op.split(" ", 1) for op in operations)
+            ],
+            scope_types=list(PROJECT_SCOPE),
+        )
+    return policy.RuleDefault(
+        name=name, check_str=check_str, description=description, scope_types=list(PROJECT_SCOPE)
     )
 
 

@@ -11,7 +11,6 @@ rules = [
         RESHAPE,
         SERVICE,
         "Move inventories and the allocations against them in one step.",
-        "POST /reshaper",
     ),
 ]
 

@@ -10,19 +10,16 @@ SHOW = "placement:resource_classes:show"
 UPDATE = "placement:resource_classes:update"
 DELETE = "placement:resource_classes:delete"
 
-ONE = "/resource_classes/{name}"
-
 rules = [
-    api_rule(LIST, ADMIN_OR_SERVICE, "List resource classes.", "GET /resource_classes"),
-    api_rule(CREATE, ADMIN_OR_SERVICE, "Create a custom resource class.", "POST /resource_classes"),
-    api_rule(SHOW, ADMIN_OR_SERVICE, "Show one resource class.", f"GET {ONE}"),
+    api_rule(LIST, ADMIN_OR_SERVICE, "List resource classes."),
+    api_rule(CREATE, ADMIN_OR_SERVICE, "Create a custom resource class."),
+    api_rule(SHOW, ADMIN_OR_SERVICE, "Show one resource class."),
     api_rule(
         UPDATE,
         ADMIN_OR_SERVICE,
         "Rename a custom resource class (before 1.7) or make sure it exists (1.7+).",
-        f"PUT {ONE}",
     ),
-    api_rule(DELETE, ADMIN_OR_SERVICE, "Delete a custom resource class.", f"DELETE {ONE}"),
+    api_rule(DELETE, ADMIN_OR_SERVICE, "Delete a custom resource class."),
 ]
 
 

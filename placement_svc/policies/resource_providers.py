@@ -10,14 +10,12 @@ SHOW = "placement:resource_providers:show"
 UPDATE = "placement:resource_providers:update"
 DELETE = "placement:resource_providers:delete"
 
-ONE = "/resource_providers/{uuid}"
-
 rules = [
-    api_rule(LIST, ADMIN_OR_SERVICE, "List resource providers.", "GET /resource_providers"),
-    api_rule(CREATE, ADMIN_OR_SERVICE, "Create a resource provider.", "POST /resource_providers"),
-    api_rule(SHOW, ADMIN_OR_SERVICE, "Show one resource provider.", f"GET {ONE}"),
-    api_rule(UPDATE, ADMIN_OR_SERVICE, "Rename or re-parent a resource provider.", f"PUT {ONE}"),
-    api_rule(DELETE, ADMIN_OR_SERVICE, "Delete a resource provider.", f"DELETE {ONE}"),
+    api_rule(LIST, ADMIN_OR_SERVICE, "List resource providers."),
+    api_rule(CREATE, ADMIN_OR_SERVICE, "Create a resource provider."),
+    api_rule(SHOW, ADMIN_OR_SERVICE, "Show one resource provider."),
+    api_rule(UPDATE, ADMIN_OR_SERVICE, "Rename or re-parent a resource provider."),
+    api_rule(DELETE, ADMIN_OR_SERVICE, "Delete a resource provider."),
 ]
 
 

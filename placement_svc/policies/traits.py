@@ -12,28 +12,21 @@ RP_TRAIT_LIST = "placement:resource_providers:traits:list"
 RP_TRAIT_UPDATE = "placement:resource_providers:traits:update"
 RP_TRAIT_DELETE = "placement:resource_providers:traits:delete"
 
-ONE = "/traits/{name}"
-OF_PROVIDER = "/resource_providers/{uuid}/traits"
-
 rules = [
-    api_rule(TRAITS_LIST, ADMIN_OR_SERVICE, "List traits.", "GET /traits"),
-    api_rule(TRAITS_SHOW, ADMIN_OR_SERVICE, "Check that a trait exists.", f"GET {ONE}"),
-    api_rule(TRAITS_UPDATE, ADMIN_OR_SERVICE, "Create a custom trait.", f"PUT {ONE}"),
-    api_rule(TRAITS_DELETE, ADMIN_OR_SERVICE, "Delete a custom trait.", f"DELETE {ONE}"),
-    api_rule(
-        RP_TRAIT_LIST, ADMIN_OR_SERVICE, "List a resource provider's traits.", f"GET {OF_PROVIDER}"
-    ),
+    api_rule(TRAITS_LIST, ADMIN_OR_SERVICE, "List traits."),
+    api_rule(TRAITS_SHOW, ADMIN_OR_SERVICE, "Check that a trait exists."),
+    api_rule(TRAITS_UPDATE, ADMIN_OR_SERVICE, "Create a custom trait."),
+    api_rule(TRAITS_DELETE, ADMIN_OR_SERVICE, "Delete a custom trait."),
+    api_rule(RP_TRAIT_LIST, ADMIN_OR_SERVICE, "List a resource provider's traits."),
     api_rule(
         RP_TRAIT_UPDATE,
         ADMIN_OR_SERVICE,
         "Replace a resource provider's traits.",
-        f"PUT {OF_PROVIDER}",
     ),
     api_rule(
         RP_TRAIT_DELETE,
         ADMIN_OR_SERVICE,
         "Remove every trait from a resource provider.",
-        f"DELETE {OF_PROVIDER}",
     ),
 ]
 

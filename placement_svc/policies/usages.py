@@ -21,13 +21,11 @@ rules = [
         PROVIDER_USAGES,
         ADMIN_OR_SERVICE,
         "Show how much of each resource class of a provider is used.",
-        "GET /resource_providers/{uuid}/usages",
     ),
     api_rule(
         TOTAL_USAGES,
         ADMIN_OR_PROJECT_READER_OR_SERVICE,
         "Show the total usage of a project (or of one user in it).",
-        "GET /usages",
     ),
 ]
 

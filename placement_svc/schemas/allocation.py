@@ -12,7 +12,7 @@ GET /allocations (from 1.46) has a query string: which consumers to read.
 from typing import NamedTuple
 
 from placement_svc import microversion as mv
-from placement_svc.schemas.common import UUID, Schema, pick
+from placement_svc.schemas.common import UUID, UUID_VALUE, UUIDS, Param, Schema, pick
 
 UUID_KEY = "^[0-9a-fA-F-]{36}$"
 RESOURCE_CLASS_KEY = "^[A-Z0-9_]+$"
@@ -196,6 +196,19 @@ LIST_QUERY_V1_46 = Schema(
         "additionalProperties": False,
     }
 )
+
+# What each parameter of LIST_QUERY_V1_46 means (the OpenAPI document's words).
+LIST_QUERY_WORDS = {
+    "consumer_uuid": Param(
+        UUIDS, "The consumer's uuid, or in:<uuid>,<uuid>,... for several (at most 1000)."
+    ),
+    "resource_provider_uuid": Param(
+        UUIDS,
+        "Every consumer holding allocations against the provider, or in:<uuid>,... "
+        "against any of several.",
+    ),
+    "in_tree": Param(UUID_VALUE, "Every consumer holding allocations in the tree of the provider."),
+}
 
 
 class Schemas(NamedTuple):

@@ -6,7 +6,7 @@ import for every feature that changes it: ``for_version`` picks from that table.
 """
 
 from placement_svc import microversion as mv
-from placement_svc.schemas.common import Schema, pick
+from placement_svc.schemas.common import INTEGER, TEXT, Param, Schema, pick
 
 _STRING = {"type": "string"}
 LIMIT = {"type": ["integer", "string"], "pattern": "^[1-9][0-9]*$", "minimum": 1, "minLength": 1}
@@ -111,3 +111,53 @@ def explain_schema(version) -> Schema:
 
 # The name api/allocation_candidates.py and the tests know it by.
 query_schema = for_version
+
+
+# What each parameter means (the OpenAPI document's words). The request
+# group parameters (resources ... in_tree) take a suffix from 1.25.
+QUERY_WORDS = {
+    "resources": Param(
+        TEXT, "What one request group needs: CLASS:AMOUNT,... (required before 1.25)."
+    ),
+    "required": Param(
+        TEXT,
+        "Traits the group's providers must have: TRAIT,..., !TRAIT for one they must "
+        "not have, in:A,B for any of several; repeatable.",
+    ),
+    "member_of": Param(
+        TEXT,
+        "Aggregates the group's providers must be in: <uuid> or in:<uuid>,...; "
+        "!<uuid> or !in:... for none of them; repeatable.",
+    ),
+    "in_tree": Param(
+        {"type": "string", "format": "uuid"},
+        "Only providers in the tree of the provider of this uuid.",
+    ),
+    "limit": Param(INTEGER, "At most this many allocation requests."),
+    "group_policy": Param(
+        GROUP_POLICY,
+        "isolate: each suffixed group on a provider of its own; none: they may share. "
+        "Required with two or more suffixed groups before 1.41.",
+    ),
+    "root_required": Param(
+        TEXT, "Traits the root of every candidate's tree must (or, !TRAIT, must not) have."
+    ),
+    "same_subtree": Param(
+        TEXT,
+        "Suffixes (_X,_Y) whose providers must share one subtree; from 1.43, !_Y for a "
+        "group outside the others' subtree. Repeatable.",
+    ),
+    "root_member_of": Param(
+        TEXT,
+        "Aggregates the root of every candidate's tree must be in, as member_of "
+        "(placement-svc's own).",
+    ),
+    "isolate": Param(
+        TEXT,
+        "Suffixes (_X,_Y) whose groups must land on different providers (placement-svc's own).",
+    ),
+    "near_misses": Param(
+        {"type": "integer", "minimum": 0, "maximum": 50},
+        "How many near misses to list (explain only; at most 50).",
+    ),
+}

@@ -4,7 +4,7 @@ every request schema is, with its validator built once."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import jsonschema
 from microversion_parse import Version
@@ -75,3 +75,18 @@ TRAIT_NAME = {"type": "string", "minLength": 1, "maxLength": 255}
 CUSTOM_TRAIT_NAME = {**TRAIT_NAME, "pattern": CUSTOM_NAME_PATTERN}
 
 UUID = {"type": "string", "format": "uuid"}
+
+
+class Param(NamedTuple):
+    """A query or path parameter as the OpenAPI document shows it: the form
+    of its value (query values are strings on the wire; ``schema`` says what
+    the string holds) and what it means."""
+
+    schema: dict
+    description: str
+
+
+INTEGER = {"type": "integer", "minimum": 1}
+UUID_VALUE = {"type": "string", "format": "uuid"}
+UUIDS = {"type": "string", "pattern": "^(in:)?[0-9a-fA-F-]+(,[0-9a-fA-F-]+)*$"}
+TEXT = {"type": "string"}

@@ -3,7 +3,7 @@
 from typing import NamedTuple
 
 from placement_svc import microversion as mv
-from placement_svc.schemas.common import UUID, Schema, pick
+from placement_svc.schemas.common import TEXT, UUID, UUID_VALUE, Param, Schema, pick
 
 NAME = {"type": "string", "maxLength": 200}
 PARENT = {"anyOf": [UUID, {"type": "null"}]}
@@ -105,3 +105,31 @@ def link_rels(version) -> list[str]:
     if version >= mv.ALLOCATIONS_LINK:
         rels.append("allocations")
     return rels
+
+
+# What each parameter of the list query means (the OpenAPI document's words;
+# tests/unit/test_openapi.py checks every key of the schemas above has them).
+QUERY_WORDS = {
+    "name": Param(TEXT, "Only the provider of this name."),
+    "uuid": Param(UUID_VALUE, "Only the provider of this uuid."),
+    "member_of": Param(
+        TEXT,
+        "Only providers in the aggregate: <uuid>, or in:<uuid>,<uuid> for any of "
+        "several; repeated (from 1.24), all of them; !<uuid> or !in:... (from 1.32) "
+        "for none of them.",
+    ),
+    "resources": Param(
+        TEXT, "Only providers with room for every CLASS:AMOUNT of a comma-separated list."
+    ),
+    "in_tree": Param(UUID_VALUE, "Only providers in the tree of the provider of this uuid."),
+    "required": Param(
+        TEXT,
+        "Only providers with every trait of a comma-separated list; !TRAIT (from 1.22) "
+        "for one they must not have; in:A,B (from 1.39) for any of several; repeatable.",
+    ),
+    "include": Param(
+        TEXT,
+        "Embed the providers' inventories, traits, aggregates and usages "
+        "(a comma-separated list of those words) in the answer.",
+    ),
+}

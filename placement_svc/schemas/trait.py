@@ -3,7 +3,7 @@
 from typing import NamedTuple
 
 from placement_svc import microversion as mv
-from placement_svc.schemas.common import CUSTOM_TRAIT_NAME, TRAIT_NAME, Schema, pick
+from placement_svc.schemas.common import CUSTOM_TRAIT_NAME, TEXT, TRAIT_NAME, Param, Schema, pick
 
 # PUT /traits/{name}: the name itself must be a custom trait.
 CUSTOM_TRAIT = Schema(CUSTOM_TRAIT_NAME)
@@ -29,6 +29,17 @@ LIST_QUERY = Schema(
         "additionalProperties": False,
     }
 )
+
+# What each parameter of LIST_QUERY means (the OpenAPI document's words).
+QUERY_WORDS = {
+    "name": Param(
+        TEXT, "in:<name>,<name>,... for those traits, or startswith:<prefix> for those that do."
+    ),
+    "associated": Param(
+        {"type": "string", "enum": ["true", "false"]},
+        "true: only traits some provider has; false: only those none has.",
+    ),
+}
 
 
 class Schemas(NamedTuple):

@@ -2,7 +2,7 @@
 
 from placement_svc import microversion as mv
 from placement_svc.schemas.allocation import OWNER_ID as _ID
-from placement_svc.schemas.common import Schema, pick
+from placement_svc.schemas.common import TEXT, Param, Schema, pick
 
 QUERY_V1_9 = Schema(
     {
@@ -30,6 +30,17 @@ QUERY_V1_38 = Schema(
         "additionalProperties": False,
     }
 )
+
+# What each parameter means (the OpenAPI document's words).
+QUERY_WORDS = {
+    "project_id": Param(TEXT, "The project whose usages to total (required)."),
+    "user_id": Param(TEXT, "Only the usages of this user in the project."),
+    "consumer_type": Param(
+        TEXT,
+        "Only the usages of consumers of this type; all for every type, shown apart; "
+        "unknown for consumers without one.",
+    ),
+}
 
 _BY_VERSION = [(mv.USAGES, QUERY_V1_9), (mv.CONSUMER_TYPES, QUERY_V1_38)]
 

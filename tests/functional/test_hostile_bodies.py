@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from placement_svc import app
+from placement_svc import app, routes
 from placement_svc.http import web
 from tests.support import fixtures
 
@@ -24,10 +24,10 @@ BODILESS = {("PUT", "/traits/{name}"), ("PUT", "/resource_classes/{name}")}
 
 
 def _writes():
-    for template, handlers in app.route_table(None, fixtures.make_conf()):
-        for method in handlers:
-            if method in ("PUT", "POST") and (method, template) not in BODILESS:
-                yield method, template.format(**PARAMS)
+    for route, operation in routes.operations():
+        method = operation.method
+        if method in ("PUT", "POST") and (method, route.template) not in BODILESS:
+            yield method, route.template.format(**PARAMS)
 
 
 WRITES = sorted(set(_writes()))

@@ -19,7 +19,7 @@ import httpx
 from gabbi import fixture
 from oslo_policy import opts as policy_opts
 
-from placement_svc import app, conf, policies
+from placement_svc import app, conf, policy
 from placement_svc.db.engine import Database, create_engine
 from placement_svc.operating import metrics
 from tests.support import databases
@@ -106,7 +106,7 @@ def for_backend(backend: str, slot) -> dict:
             self.policy_dir = tempfile.TemporaryDirectory(prefix="placement-policy-")
             path = os.path.join(self.policy_dir.name, "policy.yaml")
             with open(path, "w", encoding="utf-8") as handle:
-                for rule in policies.list_rules():
+                for rule in policy.list_rules():
                     if rule.name.startswith("placement:"):
                         handle.write(f'"{rule.name}": "@"\n')
             self.config_overrides = {"oslo_policy.policy_file": path}

@@ -163,7 +163,14 @@ REQUEST_LAYERS, OPERATING, ENTRY_POINTS = f"{ROOT}.http", f"{ROOT}.operating", f
 
 
 def test_the_request_layers_know_neither_the_entry_points_nor_the_routes():
-    above = {ENTRY_POINTS, OPERATING, f"{ROOT}.app", f"{ROOT}.api", f"{ROOT}.wsgi"}
+    above = {
+        ENTRY_POINTS,
+        OPERATING,
+        f"{ROOT}.app",
+        f"{ROOT}.api",
+        f"{ROOT}.wsgi",
+        f"{ROOT}.routes",
+    }
     assert _offending(REQUEST_LAYERS, above) == {}
 
 
@@ -210,3 +217,20 @@ def test_the_search_only_loads_and_raises_no_http_error():
     """search.py reads the database into a Found; a name it does not find
     is a domain fact (model.UnknownNames) the API words, not a 400 of its own."""
     assert _offending(f"{ROOT}.candidates.search", HTTP) == {}
+
+
+def test_the_route_declarations_are_plain_data_over_schemas_and_rule_names():
+    """routes/ says what each operation is; it binds nothing (app.py does),
+    so it imports no handler, no request layer, no unit of work."""
+    allowed = {
+        f"{ROOT}.microversion",
+        f"{ROOT}.policies",
+        f"{ROOT}.schemas",
+        f"{ROOT}.routes",
+        f"{ROOT}.uuidutil",  # schemas.common's format checker
+    }
+    for module, names in _imports(f"{ROOT}.routes").items():
+        own = {name for name in names if name.startswith(ROOT + ".")}
+        assert {
+            name for name in own if not any(name == a or name.startswith(a + ".") for a in allowed)
+        } == set(), module
