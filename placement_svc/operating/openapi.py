@@ -32,12 +32,12 @@ from placement_svc import errors, policies, routes
 from placement_svc import microversion as mv
 from placement_svc.http.middleware import ENV_REQUEST_ID
 from placement_svc.operating import openapi_parts as parts
-from placement_svc.operating.openapi_parts import JSON, PATH, SCHEMA_REF
+from placement_svc.operating.openapi_parts import JSON, SCHEMA_REF
 from placement_svc.routes import Operation, Route
 from placement_svc.schemas import allocation_candidate, responses
 
+PATH = parts.PATH  # where the service mounts Application
 OPENAPI_VERSION = "3.1.0"
-__all__ = ["PATH", "Application", "document"]
 
 
 # -- the document ---------------------------------------------------------------
