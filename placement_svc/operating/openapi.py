@@ -95,7 +95,7 @@ def document(newest: Version, table: tuple[Route, ...] = routes.ROUTES) -> dict:
                     "the caller as user or user:project (admin is an administrator).",
                 }
             },
-            "parameters": {"microversion": _microversion_parameter(newest)},
+            "parameters": {"microversion": parts.microversion_parameter(newest)},
             "headers": parts.HEADERS,
         },
     }
@@ -134,17 +134,6 @@ does.
 
 Generated from the route table and the JSON schemas the handlers validate with.
 """
-
-
-def _microversion_parameter(newest) -> dict:
-    return {
-        "name": mv.HEADER,
-        "in": "header",
-        "required": False,
-        "description": f"The microversion: this document describes {newest}. Without "
-        "the header, 1.0; a malformed value is a 400, a version not served a 406.",
-        "schema": {"type": "string", "enum": [f"placement {newest}", "placement latest"]},
-    }
 
 
 def _policy_rules() -> dict[str, object]:

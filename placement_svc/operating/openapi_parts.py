@@ -5,6 +5,8 @@ Placement API operations and are described here whole."""
 
 from __future__ import annotations
 
+from placement_svc import microversion as mv
+
 JSON = "application/json"
 SCHEMA_REF = "#/components/schemas/"
 PATH = "/openapi.json"
@@ -30,6 +32,17 @@ HEADERS = {
     "Location": {"description": "The URL of what was created.", "schema": {"type": "string"}},
     "Allow": {"description": "The methods the URL allows.", "schema": {"type": "string"}},
 }
+
+
+def microversion_parameter(newest) -> dict:
+    return {
+        "name": mv.HEADER,
+        "in": "header",
+        "required": False,
+        "description": f"The microversion: this document describes {newest}. Without "
+        "the header, 1.0; a malformed value is a 400, a version not served a 406.",
+        "schema": {"type": "string", "enum": [f"placement {newest}", "placement latest"]},
+    }
 
 
 def header(name: str) -> dict:
