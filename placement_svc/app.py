@@ -27,7 +27,7 @@ from placement_svc.api import (
 )
 from placement_svc.db.engine import Database, create_engine
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
-from placement_svc.http import accept, auth, conditional, middleware, requestlog, web
+from placement_svc.http import accept, auth, conditional, middleware, reading, requestlog
 from placement_svc.operating import health, metrics, openapi
 
 LOG = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def resources(db, conf) -> dict[str, object]:
 
 class _Resource:
     """Binds one route's operations to falcon responders. Each responder
-    first states which operation the request is (``web.operation``: the
+    first states which operation the request is (``reading.operation``: the
     handler's checks and the conditional reads read it). Every other
     method, OPTIONS included (falcon would answer that one itself), is a 405
     naming the methods allowed at the request's microversion; every method
@@ -72,10 +72,10 @@ class _Resource:
         since, allowed_since = self.since, operation.allowed_since
 
         def respond(req, resp, **params):
-            if allowed_since is not None and web.version(req) < allowed_since:
+            if allowed_since is not None and reading.version(req) < allowed_since:
                 return self._not_allowed(req, resp, needs=allowed_since, **params)
             if since is not None:
-                web.require_version(req, since)
+                reading.require_version(req, since)
             req.context.operation = operation
             return handler(req, resp, **params)
 
@@ -83,12 +83,12 @@ class _Resource:
 
     def _not_allowed(self, req, resp, needs=None, **_params):
         if self.since is not None:
-            web.require_version(req, self.since)
-        version = web.version(req)
+            reading.require_version(req, self.since)
+        version = reading.version(req)
         allowed = [m for m, since in self.methods.items() if since is None or version >= since]
         hint = ""
         if needs is not None and needs <= mv.max_version(req.env):  # a version would help
-            hint = web.version_hint(req, needs, f"{req.method} on this URL")
+            hint = reading.version_hint(req, needs, f"{req.method} on this URL")
         raise errors.MethodNotAllowed(req.method, allowed, hint)
 
 

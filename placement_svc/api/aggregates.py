@@ -8,7 +8,7 @@ from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.api.wording import concurrent_update, generation_changed, no_provider
 from placement_svc.db.exceptions import ConcurrentUpdate, ProviderNotFound
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import aggregates as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
 
@@ -31,24 +31,24 @@ class Aggregates:
 
     def _send(self, req, resp, generation, uuids):
         body = {"aggregates": uuids}
-        if web.version(req) >= mv.AGGREGATE_GENERATION:
+        if reading.version(req) >= mv.AGGREGATE_GENERATION:
             body["resource_provider_generation"] = generation
-        web.render(resp, body)
-        web.cache_headers(req, resp)
+        answering.render(resp, body)
+        answering.cache_headers(req, resp)
 
     def list(self, req, resp, uuid):
         # Upstream checks the media types of these two before the version.
-        web.check_accept(req)
-        web.check_version(req)
-        web.authorize(req)
-        with web.answering(_words):
+        reading.check_accept(req)
+        reading.check_version(req)
+        reading.authorize(req)
+        with answering.worded(_words):
             self._send(req, resp, *self.db.read(partial(ops.list_for, uuid=uuid)))
 
     def replace(self, req, resp, uuid):
-        web.require_json(req)
-        web.check_version(req)
-        web.authorize(req)
-        data = web.read_json(req)
-        work = partial(ops.replace, uuid=uuid, data=data, version=web.version(req))
-        with web.answering(_words):
+        reading.require_json(req)
+        reading.check_version(req)
+        reading.authorize(req)
+        data = reading.read_json(req)
+        work = partial(ops.replace, uuid=uuid, data=data, version=reading.version(req))
+        with answering.worded(_words):
             self._send(req, resp, *self.db.write(work))

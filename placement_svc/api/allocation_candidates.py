@@ -15,7 +15,7 @@ from placement_svc import errors
 from placement_svc.candidates import explain as explain_rules
 from placement_svc.candidates import find, model, request, text
 from placement_svc.candidates.find import Settings
-from placement_svc.http import accept, web
+from placement_svc.http import accept, answering, reading
 from placement_svc.operating import metrics
 from placement_svc.schemas import allocation_candidate as schema
 
@@ -30,11 +30,11 @@ class AllocationCandidates:
         self.conf = conf.placement
 
     def list(self, req, resp):
-        web.check_version(req)
-        web.check_accept(req)
-        web.authorize(req)
-        version = web.version(req)
-        wanted = self._bounded(request.parse(web.declared_query(req), version))
+        reading.check_version(req)
+        reading.check_accept(req)
+        reading.authorize(req)
+        version = reading.version(req)
+        wanted = self._bounded(request.parse(reading.declared_query(req), version))
         rng = random.Random() if self.conf.randomize_allocation_candidates else None
         work = partial(
             find.find_noting_empty,
@@ -64,17 +64,17 @@ class AllocationCandidates:
             returned=len(noted.answer.chosen),
             pruned=noted.pruned,
         )
-        web.render_chunks(
+        answering.render_chunks(
             resp,
             noted.answer.chunks(),
             done=lambda rendering: answered(seconds=found_in + rendering),
         )
-        web.cache_headers(req, resp)
+        answering.cache_headers(req, resp)
 
     def explain(self, req, resp):
         media_type = _media_type(req)
-        web.authorize(req)
-        wanted, near = explain_query(web.as_lists(req.params), web.version(req))
+        reading.authorize(req)
+        wanted, near = explain_query(reading.as_lists(req.params), reading.version(req))
         wanted = self._bounded(wanted)
         work = partial(find.explain, wanted=wanted, settings=Settings.of(self.conf), near=near)
         with searching():
@@ -83,8 +83,8 @@ class AllocationCandidates:
 
     def capacity(self, req, resp):
         media_type = _media_type(req)
-        web.authorize(req)
-        wanted = self._bounded(capacity_query(web.as_lists(req.params), web.version(req)))
+        reading.authorize(req)
+        wanted = self._bounded(capacity_query(reading.as_lists(req.params), reading.version(req)))
         work = partial(find.capacity, wanted=wanted, settings=Settings.of(self.conf))
         with searching():
             body = self.db.read(work)
@@ -128,21 +128,21 @@ def explain_query(params: dict[str, list[str]], version) -> tuple[request.Reques
     """An explain query, checked (the candidates query's schema and
     near_misses=) and parsed: the request and how many near misses. The
     command line's ``placement-svc explain`` reads its query with this too."""
-    params = web.checked_query(params, schema.explain_schema(version))
+    params = reading.checked_query(params, schema.explain_schema(version))
     return request.parse(params, version), _near_misses(params)
 
 
 def capacity_query(params: dict[str, list[str]], version) -> request.Request:
     """A capacity query, checked and parsed (as the candidates query)."""
-    return request.parse(web.checked_query(params, schema.query_schema(version)), version)
+    return request.parse(reading.checked_query(params, schema.query_schema(version)), version)
 
 
 def _media_type(req) -> str:
     """JSON, or plain text for a client that prefers it (curl users); 406
     for one that takes neither."""
-    offers = accept.acceptable(req.get_header("Accept"), (web.JSON, TEXT))
+    offers = accept.acceptable(req.get_header("Accept"), (reading.JSON, TEXT))
     if not offers:
-        raise errors.NotAcceptable(f"Only {web.JSON} or {TEXT} is provided")
+        raise errors.NotAcceptable(f"Only {reading.JSON} or {TEXT} is provided")
     return offers[0]
 
 
@@ -165,4 +165,4 @@ def _answer(resp, media_type: str, body, as_text) -> None:
         resp.content_type = f"{TEXT}; charset=UTF-8"
         resp.text = as_text(body)
     else:
-        web.render(resp, body)
+        answering.render(resp, body)

@@ -16,7 +16,7 @@ from placement_svc.api.allocation_writes import (
 )
 from placement_svc.api.wording import no_provider
 from placement_svc.db.exceptions import ProviderNotFound, UnknownResourceClass
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import allocations as ops
 from placement_svc.ops.exceptions import NoAllocations
 from placement_svc.policies import allocations as policies
@@ -135,22 +135,22 @@ class Allocations:
 
     def show(self, req, resp, consumer_uuid):
         """Never a 404: a consumer without allocations has ``{}``."""
-        web.check_accept(req)
-        web.authorize(req)
-        version = web.version(req)
+        reading.check_accept(req)
+        reading.authorize(req)
+        version = reading.version(req)
         consumer, found = self.db.read(partial(ops.for_consumer, consumer_uuid=consumer_uuid))
-        web.render(resp, consumer_body(consumer, found, version))
-        web.cache_headers(req, resp, web.newest(found))
+        answering.render(resp, consumer_body(consumer, found, version))
+        answering.cache_headers(req, resp, answering.newest(found))
 
     def list_many(self, req, resp):
         """GET /allocations (1.46): several consumers' bodies of
         GET /allocations/{consumer}, keyed by consumer uuid, in one read.
         Before 1.46 the URL has POST only, and GET is the 405 it always was
         (app.py's route says so)."""
-        version = web.version(req)
-        web.check_accept(req)
-        web.authorize(req)
-        form, uuids = bulk_query(web.declared_query(req))
+        version = reading.version(req)
+        reading.check_accept(req)
+        reading.authorize(req)
+        form, uuids = bulk_query(reading.declared_query(req))
         if form in BY_PROVIDER:
             req.context.placement.can(policies.RP_ALLOC_LIST)
         if form == CONSUMERS:
@@ -161,14 +161,16 @@ class Allocations:
             work = partial(ops.for_providers, in_tree=uuids[0])
         held = self.db.read(work)
         body = {uuid: consumer_body(c, found, version) for uuid, (c, found) in held.items()}
-        web.render(resp, {"allocations": body})
-        web.cache_headers(req, resp, web.newest(a for _c, found in held.values() for a in found))
+        answering.render(resp, {"allocations": body})
+        answering.cache_headers(
+            req, resp, answering.newest(a for _c, found in held.values() for a in found)
+        )
 
     def for_provider(self, req, resp, uuid):
-        web.check_accept(req)
-        web.authorize(req)
-        version = web.version(req)
-        with web.answering(_words, "for_provider"):
+        reading.check_accept(req)
+        reading.authorize(req)
+        version = reading.version(req)
+        with answering.worded(_words, "for_provider"):
             provider, found = self.db.read(partial(ops.for_provider, uuid=uuid))
         by_consumer: dict[str, dict] = {}
         for alloc in found:
@@ -177,30 +179,30 @@ class Allocations:
             if version >= mv.CONSUMER_GENERATION:
                 entry["consumer_generation"] = alloc.consumer_generation
         body = {"allocations": by_consumer, "resource_provider_generation": provider.generation}
-        web.render(resp, body)
-        web.cache_headers(req, resp, web.newest(found))
+        answering.render(resp, body)
+        answering.cache_headers(req, resp, answering.newest(found))
 
     def replace(self, req, resp, consumer_uuid):
-        web.require_json(req)
-        web.authorize(req)
-        version = web.version(req)
+        reading.require_json(req)
+        reading.authorize(req)
+        version = reading.version(req)
         if not is_uuid_like(consumer_uuid):
             raise errors.BadRequest(f"Malformed consumer_uuid: {consumer_uuid}")
-        data = web.read_body(req)
+        data = reading.read_body(req)
         consumer_uuid = str(uuidlib.UUID(consumer_uuid))
-        with web.answering(_words, "put", consumer_uuid):
+        with answering.worded(_words, "put", consumer_uuid):
             self._write([wanted_for(consumer_uuid, data)], version)
-        web.no_content(resp)
+        answering.no_content(resp)
 
     def post_many(self, req, resp):
-        web.check_version(req)
-        web.require_json(req)
-        web.authorize(req)
-        version = web.version(req)
-        data = web.read_body(req)
-        with web.answering(_words, "post"):
+        reading.check_version(req)
+        reading.require_json(req)
+        reading.authorize(req)
+        version = reading.version(req)
+        data = reading.read_body(req)
+        with answering.worded(_words, "post"):
             self._write([wanted_for(uuid, body) for uuid, body in data.items()], version)
-        web.no_content(resp)
+        answering.no_content(resp)
 
     def _write(self, wanted, version) -> None:
         work = partial(
@@ -212,7 +214,7 @@ class Allocations:
         ops.write_retrying(self.db, self.retries, work)
 
     def delete(self, req, resp, consumer_uuid):
-        web.authorize(req)
-        with web.answering(_words, "delete"):
+        reading.authorize(req)
+        with answering.worded(_words, "delete"):
             self.db.write(partial(ops.delete, consumer_uuid=consumer_uuid))
-        web.no_content(resp)
+        answering.no_content(resp)

@@ -22,7 +22,7 @@ from placement_svc.db.exceptions import (
     ProviderNotFound,
     UnknownResourceClass,
 )
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import inventories as ops
 from placement_svc.ops.exceptions import (
     InvalidInventory,
@@ -139,83 +139,85 @@ class Inventories:
             "resource_provider_generation": generation,
             "inventories": {inv.resource_class: inv.fields() for inv in found},
         }
-        web.render(resp, body)
+        answering.render(resp, body)
         if found:
-            web.cache_headers(req, resp, web.newest(found))
-        elif web.version(req) >= mv.CACHE_HEADERS:
+            answering.cache_headers(req, resp, answering.newest(found))
+        elif reading.version(req) >= mv.CACHE_HEADERS:
             # Upstream takes last-modified from the inventories; with none
             # there is no last-modified, only cache-control.
             resp.set_header("Cache-Control", "no-cache")
 
     def _send_one(self, req, resp, generation, inv, status=200):
         body = {**inv.fields(), "resource_provider_generation": generation}
-        web.render(resp, body, status)
-        web.cache_headers(req, resp, inv.modified)
+        answering.render(resp, body, status)
+        answering.cache_headers(req, resp, inv.modified)
 
     def list(self, req, resp, uuid):
-        web.check_accept(req)
-        web.authorize(req)
-        with web.answering(_words, "list", uuid):
+        reading.check_accept(req)
+        reading.authorize(req)
+        with answering.worded(_words, "list", uuid):
             generation, found = self.db.read(partial(ops.list_for, uuid=uuid))
         self._send_all(req, resp, generation, found)
 
     def show(self, req, resp, uuid, resource_class):
-        web.check_accept(req)
-        web.authorize(req)
-        with web.answering(_words, "show", uuid, resource_class):
+        reading.check_accept(req)
+        reading.authorize(req)
+        with answering.worded(_words, "show", uuid, resource_class):
             generation, inv = self.db.read(
                 partial(ops.show, uuid=uuid, resource_class=resource_class)
             )
         self._send_one(req, resp, generation, inv)
 
     def replace_all(self, req, resp, uuid):
-        web.require_json(req)
-        web.authorize(req)
+        reading.require_json(req)
+        reading.authorize(req)
         work = partial(
-            ops.replace_all, uuid=uuid, data=web.read_json(req), version=web.version(req)
+            ops.replace_all, uuid=uuid, data=reading.read_json(req), version=reading.version(req)
         )
-        with web.answering(_words, "replace_all", uuid):
+        with answering.worded(_words, "replace_all", uuid):
             generation, found = self.db.write(work)
         self._send_all(req, resp, generation, found)
 
     def create(self, req, resp, uuid):
-        web.require_json(req)
-        web.authorize(req)
-        work = partial(ops.create, uuid=uuid, data=web.read_json(req), version=web.version(req))
-        with web.answering(_words, "create", uuid):
+        reading.require_json(req)
+        reading.authorize(req)
+        work = partial(
+            ops.create, uuid=uuid, data=reading.read_json(req), version=reading.version(req)
+        )
+        with answering.worded(_words, "create", uuid):
             generation, inv = self.db.write(work)
         resp.set_header(
             "Location",
-            web.location(req, f"/resource_providers/{uuid}/inventories/{inv.resource_class}"),
+            answering.location(req, f"/resource_providers/{uuid}/inventories/{inv.resource_class}"),
         )
         self._send_one(req, resp, generation, inv, status=201)
 
     def update(self, req, resp, uuid, resource_class):
-        web.require_json(req)
-        web.authorize(req)
+        reading.require_json(req)
+        reading.authorize(req)
         work = partial(
             ops.update_one,
             uuid=uuid,
             resource_class=resource_class,
-            data=web.read_json(req),
-            version=web.version(req),
+            data=reading.read_json(req),
+            version=reading.version(req),
         )
-        with web.answering(_words, "update", uuid, resource_class):
+        with answering.worded(_words, "update", uuid, resource_class):
             generation, inv = self.db.write(work)
         self._send_one(req, resp, generation, inv)
 
     def delete(self, req, resp, uuid, resource_class):
-        web.authorize(req)
-        with web.answering(_words, "delete", uuid, resource_class):
+        reading.authorize(req)
+        with answering.worded(_words, "delete", uuid, resource_class):
             self.db.write(partial(ops.delete_one, uuid=uuid, resource_class=resource_class))
-        web.no_content(resp)
+        answering.no_content(resp)
 
     def delete_all(self, req, resp, uuid):
-        if web.version(req) < mv.DELETE_INVENTORIES:
+        if reading.version(req) < mv.DELETE_INVENTORIES:
             raise errors.MethodNotAtThisVersion(
-                req.method, web.version_hint(req, mv.DELETE_INVENTORIES, "This method")
+                req.method, reading.version_hint(req, mv.DELETE_INVENTORIES, "This method")
             )
-        web.authorize(req)
-        with web.answering(_words, "delete_all", uuid):
+        reading.authorize(req)
+        with answering.worded(_words, "delete_all", uuid):
             self.db.write(partial(ops.delete_all, uuid=uuid))
-        web.no_content(resp)
+        answering.no_content(resp)

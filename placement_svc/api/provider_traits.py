@@ -7,7 +7,7 @@ from functools import partial
 from placement_svc import errors
 from placement_svc.api.wording import concurrent_update, generation_changed, no_provider
 from placement_svc.db.exceptions import ConcurrentUpdate, ProviderNotFound, UnknownTrait
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import provider_traits as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
 
@@ -33,36 +33,36 @@ class ProviderTraits:
         self.db = db
 
     def _send(self, req, resp, generation, traits):
-        web.render(
+        answering.render(
             resp,
             {"traits": [t.name for t in traits], "resource_provider_generation": generation},
         )
-        web.cache_headers(req, resp, web.newest(traits))
+        answering.cache_headers(req, resp, answering.newest(traits))
 
     def list(self, req, resp, uuid):
-        web.check_version(req)
-        web.check_accept(req)
-        web.authorize(req)
-        with web.answering(_words, "list"):
+        reading.check_version(req)
+        reading.check_accept(req)
+        reading.authorize(req)
+        with answering.worded(_words, "list"):
             self._send(req, resp, *self.db.read(partial(ops.list_for, uuid=uuid)))
 
     def replace(self, req, resp, uuid):
-        web.check_version(req)
-        web.require_json(req)
-        web.authorize(req)
-        data = web.read_body(req)
+        reading.check_version(req)
+        reading.require_json(req)
+        reading.authorize(req)
+        data = reading.read_body(req)
         work = partial(
             ops.replace,
             uuid=uuid,
             trait_names=data["traits"],
             seen=data["resource_provider_generation"],
         )
-        with web.answering(_words, "replace"):
+        with answering.worded(_words, "replace"):
             self._send(req, resp, *self.db.write(work))
 
     def delete(self, req, resp, uuid):
-        web.check_version(req)
-        web.authorize(req)
-        with web.answering(_words, "delete"):
+        reading.check_version(req)
+        reading.authorize(req)
+        with answering.worded(_words, "delete"):
             self.db.write(partial(ops.delete_all, uuid=uuid))
-        web.no_content(resp)
+        answering.no_content(resp)

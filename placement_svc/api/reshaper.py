@@ -9,7 +9,7 @@ from placement_svc import microversion as mv
 from placement_svc.api.allocation_writes import incomplete_ids, wanted_for, write_words
 from placement_svc.api.wording import inventory_in_use, no_provider
 from placement_svc.db.exceptions import InventoryInUse, ProviderNotFound, UnknownResourceClass
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import allocations
 from placement_svc.ops import reshaper as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
@@ -46,11 +46,11 @@ class Reshaper:
         self.incomplete = incomplete_ids(conf)
 
     def reshape(self, req, resp):
-        web.check_version(req)
-        web.require_json(req)
-        web.authorize(req)
-        version = web.version(req)
-        data = web.read_body(req)
+        reading.check_version(req)
+        reading.require_json(req)
+        reading.authorize(req)
+        version = reading.version(req)
+        data = reading.read_body(req)
         work = partial(
             ops.reshape,
             new_inventories=data["inventories"],
@@ -58,6 +58,6 @@ class Reshaper:
             check_generation=version >= mv.CONSUMER_GENERATION,
             incomplete=self.incomplete,
         )
-        with web.answering(_words):
+        with answering.worded(_words):
             allocations.write_retrying(self.db, self.retries, work)
-        web.no_content(resp)
+        answering.no_content(resp)

@@ -12,7 +12,7 @@ from placement_svc.db.exceptions import (
     ResourceClassInUse,
     ResourceClassNotFound,
 )
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import resource_classes as ops
 from placement_svc.ops.exceptions import StandardResourceClass
 from placement_svc.schemas import resource_class as schema
@@ -47,7 +47,7 @@ def _words(fact: Exception, action: str) -> errors.PlacementError | None:
 
 
 def _link(req, name: str) -> str:
-    return web.url(req, f"/resource_classes/{name}")
+    return answering.url(req, f"/resource_classes/{name}")
 
 
 def _body(req, rc) -> dict:
@@ -56,7 +56,7 @@ def _body(req, rc) -> dict:
 
 def _require_version_and_name(req, name: str) -> None:
     """1.2+, and a name: ``/resource_classes/`` is no URL upstream serves."""
-    web.check_version(req)
+    reading.check_version(req)
     if not name:
         raise errors.NotFound()
 
@@ -66,55 +66,55 @@ class ResourceClasses:
         self.db = db
 
     def list(self, req, resp):
-        web.check_version(req)
-        web.check_accept(req)
-        web.authorize(req)
+        reading.check_version(req)
+        reading.check_accept(req)
+        reading.authorize(req)
         classes = self.db.read(ops.list_all)
-        web.render(resp, {"resource_classes": [_body(req, rc) for rc in classes]})
-        web.cache_headers(req, resp, web.newest(classes))
+        answering.render(resp, {"resource_classes": [_body(req, rc) for rc in classes]})
+        answering.cache_headers(req, resp, answering.newest(classes))
 
     def create(self, req, resp):
-        web.check_version(req)
-        web.require_json(req)
-        web.authorize(req)
-        name = web.read_body(req)["name"]
-        with web.answering(_words, "create"):
+        reading.check_version(req)
+        reading.require_json(req)
+        reading.authorize(req)
+        name = reading.read_body(req)["name"]
+        with answering.worded(_words, "create"):
             self.db.write(partial(ops.create, name=name))
-        web.no_content(resp, 201)
-        resp.set_header("Location", web.location(req, f"/resource_classes/{name}"))
+        answering.no_content(resp, 201)
+        resp.set_header("Location", answering.location(req, f"/resource_classes/{name}"))
 
     def show(self, req, resp, name):
         _require_version_and_name(req, name)
-        web.check_accept(req)
-        web.authorize(req)
-        with web.answering(_words, "show"):
+        reading.check_accept(req)
+        reading.authorize(req)
+        with answering.worded(_words, "show"):
             rc = self.db.read(partial(ops.get, name=name))
-        web.render(resp, _body(req, rc))
-        web.cache_headers(req, resp, rc.modified)
+        answering.render(resp, _body(req, rc))
+        answering.cache_headers(req, resp, rc.modified)
 
     def update(self, req, resp, name):
         _require_version_and_name(req, name)
-        if web.version(req) >= mv.RESOURCE_CLASS_PUT_CREATES:
+        if reading.version(req) >= mv.RESOURCE_CLASS_PUT_CREATES:
             return self._ensure(req, resp, name)
-        web.require_json(req)  # a rename has a body; from 1.7 there is none
-        web.authorize(req)
-        new_name = web.read_body(req)["name"]
-        with web.answering(_words, "update"):
+        reading.require_json(req)  # a rename has a body; from 1.7 there is none
+        reading.authorize(req)
+        new_name = reading.read_body(req)["name"]
+        with answering.worded(_words, "update"):
             rc = self.db.write(partial(ops.rename, name=name, new_name=new_name))
-        web.render(resp, _body(req, rc))
+        answering.render(resp, _body(req, rc))
 
     def _ensure(self, req, resp, name):
         """1.7+: a bodiless PUT creates the class (201) or confirms it (204)."""
-        web.authorize(req)
-        web.validate({"name": name}, schema.for_version(web.version(req)))
-        with web.answering(_words, "create"):
+        reading.authorize(req)
+        reading.validate({"name": name}, schema.for_version(reading.version(req)))
+        with answering.worded(_words, "create"):
             _rc, created = self.db.write(partial(ops.ensure, name=name))
-        web.no_content(resp, 201 if created else 204)
-        resp.set_header("Location", web.location(req, f"/resource_classes/{name}"))
+        answering.no_content(resp, 201 if created else 204)
+        resp.set_header("Location", answering.location(req, f"/resource_classes/{name}"))
 
     def delete(self, req, resp, name):
         _require_version_and_name(req, name)
-        web.authorize(req)
-        with web.answering(_words, "delete"):
+        reading.authorize(req)
+        with answering.worded(_words, "delete"):
             self.db.write(partial(ops.delete, name=name))
-        web.no_content(resp)
+        answering.no_content(resp)

@@ -17,7 +17,7 @@ from placement_svc.db.exceptions import (
     UnknownResourceClass,
     UnknownTrait,
 )
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import providers as ops
 from placement_svc.ops.exceptions import (
     ProviderIsOwnParent,
@@ -109,8 +109,8 @@ def _duplicate(what: str) -> errors.Conflict:
 
 
 def links(req, provider) -> list[dict]:
-    base = web.url(req, f"/resource_providers/{provider.uuid}")
-    rels = schema.link_rels(web.version(req))
+    base = answering.url(req, f"/resource_providers/{provider.uuid}")
+    rels = schema.link_rels(reading.version(req))
     return [{"rel": "self", "href": base}] + [{"rel": rel, "href": f"{base}/{rel}"} for rel in rels]
 
 
@@ -121,7 +121,7 @@ def represent(req, provider, embedded: ops.Embedded | None = None) -> dict:
         "generation": provider.generation,
         "links": links(req, provider),
     }
-    if web.version(req) >= mv.NESTED_PROVIDERS:
+    if reading.version(req) >= mv.NESTED_PROVIDERS:
         body["parent_provider_uuid"] = provider.parent_uuid
         body["root_provider_uuid"] = provider.root_uuid
     if embedded is not None:
@@ -220,71 +220,71 @@ class ResourceProviders:
         self.db = db
 
     def list(self, req, resp):
-        web.check_accept(req)
-        web.authorize(req)
-        version = web.version(req)
-        params = web.declared_query(req)
+        reading.check_accept(req)
+        reading.authorize(req)
+        version = reading.version(req)
+        params = reading.declared_query(req)
         include = _include(params)
         filters = _filters(params, version)
         _can_include(req, include)
-        with web.answering(_words, "list"):
+        with answering.worded(_words, "list"):
             if include is None:
                 found, embedded = self.db.read(partial(ops.list_filtered, **filters)), None
             else:
                 work = partial(ops.list_including, include=include, **filters)
                 found, embedded = self.db.read(work)
         listed = [represent(req, p, embedded) for p in found]
-        web.render(resp, {"resource_providers": listed})
-        web.cache_headers(req, resp, web.newest(found))
+        answering.render(resp, {"resource_providers": listed})
+        answering.cache_headers(req, resp, answering.newest(found))
 
     def create(self, req, resp):
-        web.require_json(req)
-        web.authorize(req)
-        version = web.version(req)
-        data = web.read_body(req)
+        reading.require_json(req)
+        reading.authorize(req)
+        version = reading.version(req)
+        data = reading.read_body(req)
         uuid = str(uuidlib.UUID(data["uuid"])) if data.get("uuid") else str(uuidlib.uuid4())
         parent = data.get("parent_provider_uuid")
-        with web.answering(_words, "create", data["name"]):
+        with answering.worded(_words, "create", data["name"]):
             provider = self.db.write(
                 partial(ops.create, name=data["name"], uuid=uuid, parent_uuid=parent)
             )
-        resp.set_header("Location", web.location(req, f"/resource_providers/{provider.uuid}"))
+        resp.set_header("Location", answering.location(req, f"/resource_providers/{provider.uuid}"))
         if version >= mv.PROVIDER_POST_RETURNS_BODY:
-            web.render(resp, represent(req, provider))
-            web.cache_headers(req, resp, provider.modified)
+            answering.render(resp, represent(req, provider))
+            answering.cache_headers(req, resp, provider.modified)
         else:
-            web.no_content(resp, 201)
+            answering.no_content(resp, 201)
 
     def show(self, req, resp, uuid):
-        web.check_accept(req)
-        web.authorize(req)
+        reading.check_accept(req)
+        reading.authorize(req)
         # Before 1.45 the query string is not read, as upstream's.
         include = None
-        if web.version(req) >= mv.PROVIDER_INCLUDE:
-            include = _include(web.query(req))
+        if reading.version(req) >= mv.PROVIDER_INCLUDE:
+            include = _include(reading.query(req))
         _can_include(req, include)
-        with web.answering(_words, "show"):
+        with answering.worded(_words, "show"):
             if include is None:
                 provider, embedded = self.db.read(partial(ops.get, uuid=uuid)), None
             else:
                 work = partial(ops.get_including, uuid=uuid, include=include)
                 provider, embedded = self.db.read(work)
-        web.render(resp, represent(req, provider, embedded))
-        web.cache_headers(req, resp, provider.modified)
+        answering.render(resp, represent(req, provider, embedded))
+        answering.cache_headers(req, resp, provider.modified)
 
     def update(self, req, resp, uuid):
-        web.require_json(req)
-        web.authorize(req)
-        data = web.read_json(req)
-        with web.answering(_words, "update"):
+        reading.require_json(req)
+        reading.authorize(req)
+        data = reading.read_json(req)
+        with answering.worded(_words, "update"):
             provider = self.db.write(
-                partial(ops.update, uuid=uuid, data=data, version=web.version(req))
+                partial(ops.update, uuid=uuid, data=data, version=reading.version(req))
             )
-        web.render(resp, represent(req, provider))
-        web.cache_headers(req, resp, provider.modified)
+        answering.render(resp, represent(req, provider))
+        answering.cache_headers(req, resp, provider.modified)
 
     def delete(self, req, resp, uuid):
-        web.authorize(req)
-        with web.answering(_words, "delete"):
+        reading.authorize(req)
+        with answering.worded(_words, "delete"):
             self.db.write(partial(ops.delete, uuid=uuid))
-        web.no_content(resp)
+        answering.no_content(resp)

@@ -1,7 +1,7 @@
 """GET /: the version document, served without authentication."""
 
 from placement_svc import microversion as mv
-from placement_svc.http import web
+from placement_svc.http import answering
 
 
 def home(req, resp):
@@ -18,5 +18,5 @@ def home(req, resp):
             }
         ]
     }
-    web.render(resp, document)
-    web.cache_headers(req, resp)
+    answering.render(resp, document)
+    answering.cache_headers(req, resp)

@@ -8,7 +8,7 @@ import jsonschema
 
 from placement_svc import errors
 from placement_svc.db.exceptions import TraitInUse, TraitNotFound
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import traits as ops
 from placement_svc.ops.exceptions import StandardTrait
 from placement_svc.schemas import trait as schema
@@ -58,7 +58,7 @@ def _filters(params: dict[str, list[str]]) -> dict:
 
 def _require_version_and_name(req, name: str) -> None:
     """1.6+, and a name: ``/traits/`` is no URL upstream serves."""
-    web.check_version(req)
+    reading.check_version(req)
     if not name:
         raise errors.NotFound()
 
@@ -68,37 +68,37 @@ class Traits:
         self.db = db
 
     def list(self, req, resp):
-        web.check_version(req)
-        web.check_accept(req)
-        web.authorize(req)
-        filters = _filters(web.declared_query(req))
+        reading.check_version(req)
+        reading.check_accept(req)
+        reading.authorize(req)
+        filters = _filters(reading.declared_query(req))
         found = self.db.read(partial(ops.list_filtered, **filters))
-        web.render(resp, {"traits": [t.name for t in found]})
-        web.cache_headers(req, resp, web.newest(found))
+        answering.render(resp, {"traits": [t.name for t in found]})
+        answering.cache_headers(req, resp, answering.newest(found))
 
     def show(self, req, resp, name):
         _require_version_and_name(req, name)
-        web.authorize(req)
-        with web.answering(_words):
+        reading.authorize(req)
+        with answering.worded(_words):
             trait = self.db.read(partial(ops.get, name=name))
-        web.no_content(resp)
-        web.cache_headers(req, resp, trait.modified)
+        answering.no_content(resp)
+        answering.cache_headers(req, resp, trait.modified)
 
     def update(self, req, resp, name):
         _require_version_and_name(req, name)
-        web.authorize(req)
+        reading.authorize(req)
         try:
-            schema.for_version(web.version(req)).custom_trait.check(name)
+            schema.for_version(reading.version(req)).custom_trait.check(name)
         except jsonschema.ValidationError:
             raise errors.BadRequest(_INVALID_TRAIT) from None
         trait, created = self.db.write(partial(ops.ensure, name=name))
-        web.no_content(resp, 201 if created else 204)
-        resp.set_header("Location", web.location(req, f"/traits/{name}"))
-        web.cache_headers(req, resp, trait.modified)
+        answering.no_content(resp, 201 if created else 204)
+        resp.set_header("Location", answering.location(req, f"/traits/{name}"))
+        answering.cache_headers(req, resp, trait.modified)
 
     def delete(self, req, resp, name):
         _require_version_and_name(req, name)
-        web.authorize(req)
-        with web.answering(_words):
+        reading.authorize(req)
+        with answering.worded(_words):
             self.db.write(partial(ops.delete, name=name))
-        web.no_content(resp)
+        answering.no_content(resp)

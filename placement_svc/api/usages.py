@@ -7,7 +7,7 @@ from functools import partial
 from placement_svc import errors
 from placement_svc.api.wording import no_provider
 from placement_svc.db.exceptions import ProviderNotFound
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import usages as ops
 
 
@@ -23,9 +23,9 @@ class ProviderUsages:
         self.db = db
 
     def show(self, req, resp, uuid):
-        web.check_accept(req)
-        web.authorize(req)
-        with web.answering(_words):
+        reading.check_accept(req)
+        reading.authorize(req)
+        with answering.worded(_words):
             generation, usages = self.db.read(partial(ops.for_provider, uuid=uuid))
-        web.render(resp, {"resource_provider_generation": generation, "usages": usages})
-        web.cache_headers(req, resp)
+        answering.render(resp, {"resource_provider_generation": generation, "usages": usages})
+        answering.cache_headers(req, resp)

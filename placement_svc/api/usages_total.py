@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from placement_svc.http import web
+from placement_svc.http import answering, reading
 from placement_svc.ops import usages as ops
 
 
@@ -13,13 +13,13 @@ class TotalUsages:
         self.db = db
 
     def show(self, req, resp):
-        web.check_version(req)
-        web.check_accept(req)
+        reading.check_version(req)
+        reading.check_accept(req)
         # The project asked about is the target (checked before the query is).
-        project_ids = web.query(req).get("project_id") or [None]
-        web.authorize(req, {"project_id": project_ids[-1]})
-        version = web.version(req)
-        params = web.declared_query(req)
+        project_ids = reading.query(req).get("project_id") or [None]
+        reading.authorize(req, {"project_id": project_ids[-1]})
+        version = reading.version(req)
+        params = reading.declared_query(req)
         last = {key: values[-1] for key, values in params.items()}
         work = partial(
             ops.totals,
@@ -28,5 +28,5 @@ class TotalUsages:
             user_id=last.get("user_id"),
             consumer_type=last.get("consumer_type"),
         )
-        web.render(resp, {"usages": self.db.read(work)})
-        web.cache_headers(req, resp)
+        answering.render(resp, {"usages": self.db.read(work)})
+        answering.cache_headers(req, resp)

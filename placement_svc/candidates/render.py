@@ -179,7 +179,7 @@ def chunks(
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON, as web.dumps writes bodies: orjson, or the standard
+    """Compact JSON, as answering.dumps writes bodies: orjson, or the standard
     library for what orjson refuses (an integer beyond 64 bits)."""
     try:
         return orjson.dumps(value)

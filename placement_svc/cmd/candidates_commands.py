@@ -26,7 +26,7 @@ from placement_svc.candidates import find, text
 from placement_svc.cmd.bootstrap import Failure, engine_for, require_head, shown_url
 from placement_svc.db.engine import Database
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
-from placement_svc.http import web
+from placement_svc.http import reading
 
 # The queries are read as the API reads them at its newest microversion.
 QUERY_VERSION = mv.MAX_VERSION
@@ -54,7 +54,7 @@ def query_params(query: str) -> dict[str, list[str]]:
     it with the options app.py sets (blank values kept, no splitting at
     commas), each key's values as a list."""
     parsed = falcon.uri.parse_query_string(query, keep_blank=True, csv=False)
-    return web.as_lists(parsed)
+    return reading.as_lists(parsed)
 
 
 @contextlib.contextmanager

@@ -53,7 +53,7 @@ from gunicorn.workers.sync import SyncWorker
 
 from placement_svc import errors
 from placement_svc.cmd import framing, runtime
-from placement_svc.http import web
+from placement_svc.http import reading
 
 LOG = logging.getLogger(__name__)
 
@@ -309,11 +309,11 @@ class ReadAheadWorker(SyncWorker):
                 self._hand_over(connection)
                 return
             if head.content_length is not None:
-                if head.content_length > web.MAX_BODY_BYTES:
+                if head.content_length > reading.MAX_BODY_BYTES:
                     self._answer(
                         connection,
                         errors.PayloadTooLarge(
-                            f"Request body is larger than {web.MAX_BODY_BYTES} bytes."
+                            f"Request body is larger than {reading.MAX_BODY_BYTES} bytes."
                         ),
                     )
                     return
@@ -329,11 +329,11 @@ class ReadAheadWorker(SyncWorker):
             connection.chunk_at = position
             if bad or whole:
                 self._hand_over(connection)
-            elif position - connection.head_end > web.MAX_BODY_BYTES + 65536:
+            elif position - connection.head_end > reading.MAX_BODY_BYTES + 65536:
                 self._answer(
                     connection,
                     errors.PayloadTooLarge(
-                        f"Request body is larger than {web.MAX_BODY_BYTES} bytes."
+                        f"Request body is larger than {reading.MAX_BODY_BYTES} bytes."
                     ),
                 )
         elif len(data) >= connection.end:

@@ -2,7 +2,7 @@
 
 Most answers are made whole by the handler and have a Content-Length: the
 request log and the metrics note them when the application returns. A huge
-allocation-candidates answer is streamed instead (web.render_chunks): most
+allocation-candidates answer is streamed instead (answering.render_chunks): most
 of its time and every byte come after that. ``when_sent`` wraps such a body
 so that a report waits for its last byte (or for the server closing it
 early, when the client went away) and learns how many bytes were sent.

@@ -9,7 +9,7 @@ fail. Everything else is derived from this table:
 * routing, the 404 before a URL of our own appears and the 405 naming the
   methods a URL allows at the request's microversion (app.py);
 * the version check, the schemas a handler validates with and the rule it
-  authorizes by (``http/web.py``: ``check_version``, ``read_body``,
+  authorizes by (``http/reading.py``: ``check_version``, ``read_body``,
   ``declared_query``, ``authorize`` read the request's operation); a
   handler says *when* each check happens (upstream's order differs from
   one operation to the next), this table says *what* it checks;

@@ -2,7 +2,7 @@
 its transaction has ended.
 
 Through the whole WSGI application, on every database backend, with
-web.WHOLE_UP_TO lowered so that a wide host's answer (a few hundred
+answering.WHOLE_UP_TO lowered so that a wide host's answer (a few hundred
 candidates) is streamed: the application returns with every SQL statement
 run and its connection back in the pool; reading the body then runs none
 and takes none; the body has no Content-Length and is byte for byte the
@@ -21,7 +21,7 @@ from sqlalchemy import event
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from placement_svc.http import web
+from placement_svc.http import answering
 from tests.support import fixtures
 
 DEVICES = 6
@@ -130,7 +130,7 @@ def test_a_streamed_answer_is_made_after_its_transaction(cloud, monkeypatch, ver
     counted = candidates_counted(application)
     assert counted == CANDIDATES
 
-    monkeypatch.setattr(web, "WHOLE_UP_TO", 1000)
+    monkeypatch.setattr(answering, "WHOLE_UP_TO", 1000)
     with Watch(engine) as watch:
         status, headers, iterable = call(application, version)
         assert status.startswith("200")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from placement_svc import app, routes
-from placement_svc.http import web
+from placement_svc.http import reading
 from tests.support import fixtures
 
 UUID = "4e8e5957-649f-477b-9e5b-f1f75b21c03c"
@@ -45,28 +45,28 @@ def _send(client, method, path, body: bytes):
 
 
 @pytest.mark.parametrize("method, path", WRITES)
-@pytest.mark.parametrize("depth", [2000, web.MAX_JSON_DEPTH + 1])
+@pytest.mark.parametrize("depth", [2000, reading.MAX_JSON_DEPTH + 1])
 def test_a_body_nested_too_deep_is_a_400_naming_the_limit(client, method, path, depth):
     body = ("[" * depth + "]" * depth).encode()
     answer = _send(client, method, path, body)
     assert answer.status_code == 400, answer.text
     detail = answer.json()["errors"][0]["detail"]
     assert detail.endswith(
-        f"Malformed JSON: arrays and objects nested deeper than {web.MAX_JSON_DEPTH} levels.  "
+        f"Malformed JSON: arrays and objects nested deeper than {reading.MAX_JSON_DEPTH} levels.  "
     ), detail
     assert client.get("/resource_providers").json()["resource_providers"] == []
 
 
 @pytest.mark.parametrize("method, path", WRITES)
 def test_at_the_limit_the_body_goes_on_to_its_schema(client, method, path):
-    depth = web.MAX_JSON_DEPTH
+    depth = reading.MAX_JSON_DEPTH
     answer = _send(client, method, path, ("{" + '"a":{' * (depth - 1) + "}" * depth).encode())
     assert answer.status_code in (400, 404), answer.text
     assert "nested deeper" not in answer.text
 
 
 def test_a_body_over_the_size_limit_is_a_413(client):
-    body = b'{"name": "' + b"x" * web.MAX_BODY_BYTES + b'"}'
+    body = b'{"name": "' + b"x" * reading.MAX_BODY_BYTES + b'"}'
     answer = _send(client, "POST", "/resource_providers", body)
     assert answer.status_code == 413, answer.text
-    assert f"larger than {web.MAX_BODY_BYTES} bytes" in answer.json()["errors"][0]["detail"]
+    assert f"larger than {reading.MAX_BODY_BYTES} bytes" in answer.json()["errors"][0]["detail"]

@@ -7,11 +7,11 @@ provider, a wide host of identical devices (more candidates than one chunk
 holds), classes not requested, traits. Each query is asked at each
 microversion that has its parameters, as is, with a limit, capped, in a
 random order and breadth-first: the pieces, joined, are exactly the compact
-JSON of the dict (orjson's, what web.render sends), so they parse to the
+JSON of the dict (orjson's, what answering.render sends), so they parse to the
 same body, key order included. Also: an empty answer; a capacity no 64-bit
 integer holds (the standard library writes that piece); the providers to
 summarise worked out from assignments as from candidates; and
-web.render_chunks sending a small body whole and a large one streamed.
+answering.render_chunks sending a small body whole and a large one streamed.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from microversion_parse import Version
 from placement_svc.candidates import find, merge, render, request, search
 from placement_svc.candidates.find import Settings
 from placement_svc.db import tables
-from placement_svc.http import web
+from placement_svc.http import answering
 
 CLASSES = {"VCPU": 0, "MEMORY_MB": 1, "DISK_GB": 2, "CUSTOM_DEV": 10000}
 SHARING = "MISC_SHARES_VIA_AGGREGATE"
@@ -278,7 +278,7 @@ def test_assignments_make_the_candidates_generate_yields(conn):
 
 def test_a_capacity_beyond_64_bits_is_written_by_the_standard_library(conn):
     """orjson refuses an integer beyond 64 bits; that piece falls back, as
-    web.dumps does, and still parses to the body."""
+    answering.dumps does, and still parses to the body."""
     savepoint = conn.begin_nested()
     try:
         Cloud(conn, classes=False).provider("vast", inventory={"DISK_GB": (1000, 0)}, ratio=1e30)
@@ -292,7 +292,7 @@ def test_a_capacity_beyond_64_bits_is_written_by_the_standard_library(conn):
         savepoint.rollback()
 
 
-# -- web.render_chunks --------------------------------------------------------
+# -- answering.render_chunks --------------------------------------------------------
 
 
 def _served(pieces, whole_up_to, done=None):
@@ -300,7 +300,7 @@ def _served(pieces, whole_up_to, done=None):
 
     class Resource:
         def on_get(self, req, resp):
-            web.render_chunks(resp, iter(pieces), done, whole_up_to)
+            answering.render_chunks(resp, iter(pieces), done, whole_up_to)
 
     app.add_route("/", Resource())
     answered = {}
