@@ -10,7 +10,8 @@
 #                           included)
 #   make test PYTEST_ARGS='-k traits'
 #   make test PYTEST_ARGS='-n 2 --dist loadscope -m "not slow"'
-#   make lint               ruff check, ruff format --check and mypy (candidates/, db/, http/)
+#   make lint               ruff check, ruff format --check and mypy (candidates/, db/,
+#                           http/, routes/)
 #   make format             ruff format, ruff check --fix
 #   make genconfig          regenerate etc/placement.conf.sample
 #   make genopenapi         regenerate docs/openapi.json (the OpenAPI document)

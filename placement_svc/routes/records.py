@@ -11,7 +11,7 @@ from microversion_parse import Version
 from placement_svc import microversion as mv
 from placement_svc.schemas.common import Param, Schema
 
-SchemaOf = Callable[[Version], Schema]
+SchemaOf = Callable[[Version], Schema | None]  # None: no such schema at that version
 
 
 @dataclass(frozen=True)
