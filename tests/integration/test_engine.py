@@ -13,15 +13,9 @@ from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from placement_svc import app, conf
-from placement_svc.db.engine import (
-    Database,
-    create_engine,
-    is_retryable,
-    normalize_url,
-    not_ready_is_a_disconnect,
-    retry_reason,
-)
+from placement_svc.db.engine import Database, create_engine, normalize_url
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
+from placement_svc.db.retries import is_retryable, not_ready_is_a_disconnect, retry_reason
 
 
 class _MySQLError(Exception):
