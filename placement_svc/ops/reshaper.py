@@ -20,11 +20,12 @@ import re
 
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import allocations, inventories, providers, tables
+from placement_svc.db import inventories, providers, tables
 from placement_svc.db.allocations import Wanted
 from placement_svc.db.exceptions import ProviderNotFound, UnknownResourceClass
 from placement_svc.db.inventories import Inventory
 from placement_svc.db.providers import Provider
+from placement_svc.ops import allocations
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
 
 _CLASS_NAME = re.compile(r"^[A-Z0-9_]+$")
