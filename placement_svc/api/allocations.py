@@ -210,7 +210,7 @@ class Allocations:
             check_generation=version >= mv.CONSUMER_GENERATION,
             incomplete=self.incomplete,
         )
-        ops.write_retrying(self.db, self.retries, work)
+        self.db.write(work)
 
     def delete(self, req, resp, consumer_uuid):
         req.context.placement.can(policies.ALLOC_DELETE)

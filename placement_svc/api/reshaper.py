@@ -10,7 +10,6 @@ from placement_svc.api.allocation_writes import incomplete_ids, wanted_for, writ
 from placement_svc.api.wording import inventory_in_use, no_provider
 from placement_svc.db.exceptions import InventoryInUse, ProviderNotFound, UnknownResourceClass
 from placement_svc.http import web
-from placement_svc.ops import allocations
 from placement_svc.ops import reshaper as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
 from placement_svc.policies import reshaper as policies
@@ -61,5 +60,5 @@ class Reshaper:
             incomplete=self.incomplete,
         )
         with web.answering(_words):
-            allocations.write_retrying(self.db, self.retries, work)
+            self.db.write(work)
         web.no_content(resp)

@@ -24,13 +24,14 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import DataError, DBAPIError
+from sqlalchemy.exc import DataError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from placement_svc.db import tables
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
 from placement_svc.db.retries import (
     GAVE_UP,
+    GENERATION_CONFLICT,
     POOL_TIMEOUT,
     UNREACHABLE,
     Retries,
@@ -285,9 +286,13 @@ class Database:
         engine: Engine,
         max_retries: int = 20,
         on_retry: Callable[[str], None] | None = None,
+        conflict_retries: int = 10,
     ):
         self.engine = engine
+        # The budgets of db/retries.py: [placement_database] db_max_retries
+        # and [placement] allocation_conflict_retry_count.
         self.max_retries = max_retries
+        self.conflict_retries = conflict_retries
         self.backend = engine.dialect.name
         # Told the reason (see retry_reason) each time a unit of work runs again.
         self.on_retry = on_retry
@@ -299,18 +304,21 @@ class Database:
         return self._run(fn, write=True)
 
     def _run(self, fn: Callable[[Connection], T], write: bool) -> T:
-        """``fn`` in one transaction, run whole again for a retryable reason.
+        """``fn`` in one transaction, run whole again while db/retries.py
+        says the failure is worth it and its budget allows.
 
         A request that fails anyway fails with DatabaseUnavailable, after one
-        WARNING line saying why: retryable failures that went on past
+        WARNING line saying why: the database's failures that went on past
         max_retries (busy; a connection lost each time); a database out of
         reach (OUT_OF_REACH) once more after CONNECT_RETRIES; every pooled
         connection still checked out after pool_timeout seconds, at once: the
         request has waited that long already, waiting again would double
         what its client waits (and outlast gunicorn's worker timeout, which
         kills the worker mid-answer), and what holds the connections (a
-        database that does not answer) is no quicker the second time."""
-        retries = Retries(self.max_retries)
+        database that does not answer) is no quicker the second time. A
+        generation conflict past conflict_retries is raised as it is (the
+        client's 409), after its WARNING line."""
+        retries = Retries(self.max_retries, self.conflict_retries)
         while True:
             connected = False
             try:
@@ -333,26 +341,33 @@ class Database:
                     message(exc),
                 )
                 raise DatabaseUnavailable(retries.attempts, True, POOL_TIMEOUT) from exc
-            except DBAPIError as exc:
+            except Exception as exc:  # retries.reason decides; None: raised as is
                 reason = retries.reason(exc, connected)
                 if reason is None:
                     raise
+                conflict = reason == GENERATION_CONFLICT
                 if not retries.allow(reason):
                     LOG.warning(
-                        "gave up on the database (attempts: %d), %s: %s",
+                        "gave up on the %s (attempts: %d), %s: %s",
+                        "write" if conflict else "database",
                         retries.attempts,
                         GAVE_UP[reason],
                         message(exc),
                     )
+                    if conflict:
+                        raise
                     raise DatabaseUnavailable(
                         retries.attempts, reason in UNREACHABLE, reason
                     ) from exc
                 if self.on_retry is not None:
                     self.on_retry(reason)
-                LOG.info(
-                    "retrying transaction (attempt %d) after: %s", retries.retried, message(exc)
+                LOG.log(
+                    logging.DEBUG if conflict else logging.INFO,
+                    "retrying transaction (attempt %d) after: %s",
+                    retries.retried,
+                    message(exc),
                 )
-                time.sleep(retries.pause())
+                time.sleep(retries.pause(reason))
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -1,11 +1,21 @@
-"""Which failures are worth running a whole unit of work again, and why.
+"""Which failures are worth running a whole unit of work again, and how often.
 
-The database answers some failures that a new transaction may not meet: a
-deadlock, a serialization failure, a lock wait that timed out, a connection
-lost, a Galera node not ready, a server out of reach. ``retry_reason`` names
-the reason (the metrics' label, the log's words); ``Database._run``
-(engine.py) runs the unit of work again for one, and gives up as this
-module says.
+The one retry policy of the service. Two kinds of failure may not happen
+again in a new transaction:
+
+- the database's: a deadlock, a serialization failure, a lock wait that
+  timed out, a connection lost, a Galera node not ready, a server out of
+  reach (``[placement_database] db_max_retries`` retries);
+- a provider generation conflict that is no client's fault
+  (``ProviderChanged``: another writer changed a provider between the unit
+  of work's read and its write; ``[placement] allocation_conflict_retry_count``
+  retries, upstream's option).
+
+``retry_reason`` names the reason (the metrics' label, the log's words);
+``Retries`` counts one unit of work's retries against their budgets;
+``Database._run`` (engine.py) runs the unit of work again while they allow
+it. A conflict over a generation the client gave (a provider's or a
+consumer's) is never retried: only the client can decide what to write now.
 """
 
 from __future__ import annotations
@@ -17,6 +27,8 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
+
+from placement_svc.db.exceptions import DomainError, ProviderChanged
 
 # Why a transaction is run again: deadlock, serialization, lock (a lock wait
 # that timed out, SQLite's "database is locked"), lost_connection,
@@ -45,6 +57,9 @@ _MYSQL_NOT_READY = 1047
 # try soon is worth one (a failover, a node rejoining), not twenty; then the
 # request fails at once with 503 and a longer Retry-After.
 OUT_OF_REACH = frozenset({"unreachable", "not_ready"})
+# A provider changed under an allocation write (ProviderChanged): run it
+# again at once, the other writer has committed.
+GENERATION_CONFLICT = "generation_conflict"
 # A unit of work that waited pool_timeout seconds for a pooled connection
 # (DatabaseUnavailable.reason): never retried, see Database._run.
 POOL_TIMEOUT = "pool_timeout"
@@ -61,8 +76,10 @@ def _mysql_error_number(exc: BaseException) -> int | None:
 
 
 def retry_reason(exc: BaseException) -> str | None:
-    """Why re-running the whole transaction may succeed (see _MYSQL_REASONS),
-    or None when it would fail again."""
+    """Why re-running the whole transaction may succeed (see _MYSQL_REASONS
+    and GENERATION_CONFLICT), or None when it would fail again."""
+    if isinstance(exc, ProviderChanged):
+        return GENERATION_CONFLICT
     if not isinstance(exc, DBAPIError):
         return None
     # MySQL's error number first: PyMySQL's errors carry a SQLSTATE too, and
@@ -117,7 +134,9 @@ def _one_line(text: object) -> str:
 def message(exc: BaseException) -> str:
     """The first line of what the driver said (SQLAlchemy's own text for its
     own errors), without the statement, its parameters or PostgreSQL's
-    LINE/DETAIL/HINT lines."""
+    LINE/DETAIL/HINT lines; a domain fact as its repr."""
+    if isinstance(exc, DomainError):
+        return str(exc)
     orig = getattr(exc, "orig", None)
     said = orig if orig is not None else (exc.args[0] if exc.args else "")
     first = next((line for line in str(said).splitlines() if line.strip()), "")
@@ -132,6 +151,7 @@ GAVE_UP = {
     "deadlock": "deadlocks went on",
     "serialization": "serialization failures went on",
     "lock": "lock waits went on timing out",
+    GENERATION_CONFLICT: "another writer changed a provider each time",
 }
 
 # Times a unit of work tries again to connect to a database that refused
@@ -145,16 +165,25 @@ UNREACHABLE = OUT_OF_REACH | {"lost_connection"}
 
 @dataclass
 class Retries:
-    """One unit of work's retries so far, and the budget they draw on.
+    """One unit of work's retries so far, counted against their budgets.
 
-    ``max_retries`` ([placement_database] db_max_retries) bounds the retries
-    for every reason; a database out of reach (OUT_OF_REACH) gets
-    CONNECT_RETRIES of them at most: a failover may be under way, and the
-    request should not wait on twenty tries of one.
+    The database's reasons draw on ``max_retries`` ([placement_database]
+    db_max_retries), and a database out of reach (OUT_OF_REACH) gets
+    CONNECT_RETRIES of those at most: a failover may be under way, and the
+    request should not wait on twenty tries of one. Generation conflicts
+    draw on ``conflict_retries`` ([placement] allocation_conflict_retry_count).
+    The two are counted apart, as their options say: a unit of work that met
+    both runs at most 1 + max_retries + conflict_retries times.
     """
 
     max_retries: int
-    retried: int = 0
+    conflict_retries: int = 0
+    database: int = 0  # retries for the database's reasons
+    conflicts: int = 0  # retries for generation conflicts
+
+    @property
+    def retried(self) -> int:
+        return self.database + self.conflicts
 
     @property
     def attempts(self) -> int:
@@ -174,14 +203,23 @@ class Retries:
 
     def allow(self, reason: str) -> bool:
         """Whether the budget allows another run for ``reason``; counted if so."""
+        if reason == GENERATION_CONFLICT:
+            if self.conflicts >= self.conflict_retries:
+                return False
+            self.conflicts += 1
+            return True
         limit = self.max_retries
         if reason in OUT_OF_REACH:
             limit = min(limit, CONNECT_RETRIES)
-        if self.retried >= limit:
+        if self.database >= limit:
             return False
-        self.retried += 1
+        self.database += 1
         return True
 
-    def pause(self) -> float:
-        """Seconds to wait before the next run: growing, jittered, at most half a second."""
-        return min(0.5, 0.01 * 2**self.retried) * random.random()
+    def pause(self, reason: str) -> float:
+        """Seconds to wait before the next run: none after a generation
+        conflict (the writer that won has committed); after the database's
+        failures growing, jittered, at most half a second."""
+        if reason == GENERATION_CONFLICT:
+            return 0.0
+        return min(0.5, 0.01 * 2**self.database) * random.random()

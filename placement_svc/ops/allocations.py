@@ -26,19 +26,18 @@ Bumping first also keeps MySQL/MariaDB from deadlocking: inserting an
 allocation takes a shared lock on its provider row (the foreign key), which
 two writers could otherwise both hold while each waits to update the row.
 
-A provider generation conflict means another writer changed a provider
-between our read and our write; the whole transaction is run again, up to
+A provider generation conflict met by the bump means another writer
+changed a provider between our read and our write, with no generation of
+the client's at stake: it is reported as ``ProviderChanged``, which the
+unit of work's Database runs again whole (db/retries.py), up to
 ``[placement] allocation_conflict_retry_count`` more times, before the
-conflict is reported. A consumer generation conflict is never retried: only
+conflict is answered. A consumer generation conflict is never retried: only
 the client can decide what the consumer's allocations should now be.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
 
 from sqlalchemy.engine import Connection
 
@@ -52,14 +51,12 @@ from placement_svc.db.exceptions import (
     ConcurrentUpdate,
     ConsumerChanged,
     ConsumerGenerationConflict,
+    ProviderChanged,
     UnknownResourceClass,
 )
 from placement_svc.db.providers import Provider
 from placement_svc.ops import capacity
 from placement_svc.ops.exceptions import NoAllocations
-
-LOG = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # A read with no rule beyond the data layer's.
 for_consumer = store.for_consumer
@@ -207,7 +204,10 @@ def replace(
     unknown = [c.resource_class for c in claims if c.resource_class not in rc_ids]
     if unknown:
         raise UnknownResourceClass(tuple(dict.fromkeys(unknown)))
-    store.bump_providers(conn, touched)
+    try:
+        store.bump_providers(conn, touched)
+    except ConcurrentUpdate as exc:
+        raise ProviderChanged(exc.uuid) from exc  # generations we read, not the client's
     consumer_uuids = [item.consumer_uuid for item in wanted]
     removed = figures.remove(conn, consumer_uuids, [p.id for p in touched], rc_ids.values())
     if claims:
@@ -271,22 +271,3 @@ def _current(
         where = tables.resource_providers.c.uuid.in_(unseen)
         known = {**known, **{p.uuid: p for p in providers.query(conn, where)}}
     return [(row.consumer_id, known[row.provider_uuid], row.name) for row in rows]
-
-
-class Writer(Protocol):
-    def write(self, fn: Callable[[Connection], T]) -> T: ...
-
-
-def write_retrying(db: Writer, retries: int, work: Callable[[Connection], T]) -> T:
-    """``db.write(work)``, the whole transaction run again on a provider
-    generation conflict; the last ConcurrentUpdate is raised after ``retries``."""
-    attempt = 0
-    while True:
-        try:
-            return db.write(work)
-        except ConcurrentUpdate:
-            if attempt >= retries:
-                LOG.warning("Exceeded retry limit of %d on allocations write", retries)
-                raise
-            attempt += 1
-            LOG.debug("Retrying allocations write on resource provider generation conflict")
