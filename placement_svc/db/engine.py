@@ -2,15 +2,16 @@
 
 Every request runs its database work as one function inside one transaction
 (``Database.read`` / ``Database.write``). When the database answers with a
-deadlock, a lock timeout, "database is locked" or a lost connection, the
-whole function runs again in a fresh transaction, never half of it inside a
-stale snapshot. A database out of reach (refusing connections, a Galera node
-not ready) is tried once more. SQLite writers take the write lock at BEGIN
-(BEGIN IMMEDIATE) and wait for it, so several worker processes on one SQLite
-file queue instead of failing. A value the database refuses is reported as
-UnstorableValue; retries in vain, a database out of reach or no pooled
-connection free in time as DatabaseUnavailable (a 503), after one WARNING
-line saying why.
+deadlock, a lock timeout, "database is locked" or a lost connection, or a
+provider changed under an allocation write, the whole function runs again in
+a fresh transaction, never half of it inside a stale snapshot (db/retries.py
+says which failures, and how many times). A database out of reach (refusing
+connections, a Galera node not ready) is tried once more. SQLite writers
+take the write lock at BEGIN (BEGIN IMMEDIATE) and wait for it, so several
+worker processes on one SQLite file queue instead of failing. A value the
+database refuses is reported as UnstorableValue; retries in vain, a database
+out of reach or no pooled connection free in time as DatabaseUnavailable (a
+503), after one WARNING line saying why.
 """
 
 from __future__ import annotations
