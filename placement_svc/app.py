@@ -232,6 +232,7 @@ def create_app(conf, db: Database | None = None):
         db = Database(
             create_engine(conf.placement_database.connection, conf.placement_database),
             max_retries=conf.placement_database.db_max_retries,
+            conflict_retries=conf.placement.allocation_conflict_retry_count,
         )
     counts = metrics.Metrics(db.engine) if conf.metrics.enabled else None
     if counts is not None and db.on_retry is None:

@@ -70,7 +70,8 @@ database_opts = [
         default=20,
         min=0,
         help="Times a transaction is re-run after a deadlock, a lock timeout "
-        "or a lost connection before the request fails with 503.",
+        "or a lost connection before the request fails with 503. Counted apart "
+        "from [placement] allocation_conflict_retry_count.",
     ),
     cfg.BoolOpt(
         "sync_on_startup",
@@ -220,7 +221,8 @@ placement_opts = [
         default=10,
         min=0,
         help="Times an allocation write is retried after another writer "
-        "changed one of its providers, before the answer is 409.",
+        "changed one of its providers, before the answer is 409. Counted apart "
+        "from [placement_database] db_max_retries.",
     ),
     cfg.IntOpt(
         "max_allocation_candidates",

@@ -130,7 +130,6 @@ def bulk_query(params: dict[str, list[str]]) -> tuple[str, list[str]]:
 class Allocations:
     def __init__(self, db, conf):
         self.db = db
-        self.retries = conf.placement.allocation_conflict_retry_count
         self.incomplete = incomplete_ids(conf)
 
     def show(self, req, resp, consumer_uuid):
@@ -211,7 +210,7 @@ class Allocations:
             check_generation=version >= mv.CONSUMER_GENERATION,
             incomplete=self.incomplete,
         )
-        ops.write_retrying(self.db, self.retries, work)
+        self.db.write(work)
 
     def delete(self, req, resp, consumer_uuid):
         reading.authorize(req)

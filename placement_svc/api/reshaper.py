@@ -10,7 +10,6 @@ from placement_svc.api.allocation_writes import incomplete_ids, wanted_for, writ
 from placement_svc.api.wording import inventory_in_use, no_provider
 from placement_svc.db.exceptions import InventoryInUse, ProviderNotFound, UnknownResourceClass
 from placement_svc.http import answering, reading
-from placement_svc.ops import allocations
 from placement_svc.ops import reshaper as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
 
@@ -42,7 +41,6 @@ def _words(fact: Exception) -> errors.PlacementError | None:
 class Reshaper:
     def __init__(self, db, conf):
         self.db = db
-        self.retries = conf.placement.allocation_conflict_retry_count
         self.incomplete = incomplete_ids(conf)
 
     def reshape(self, req, resp):
@@ -59,5 +57,5 @@ class Reshaper:
             incomplete=self.incomplete,
         )
         with answering.worded(_words):
-            allocations.write_retrying(self.db, self.retries, work)
+            self.db.write(work)
         answering.no_content(resp)

@@ -1,49 +1,25 @@
-"""Allocations: reading them by consumer or provider, and replacing them.
+"""Allocations: reading them by consumer or provider, and the statements of a write.
 
-A write names, for each consumer it concerns, the complete set of
-allocations the consumer is to hold (an empty set removes them all). It runs
-inside the caller's one transaction:
-
-1. the consumers are found or created (with their projects, users and
-   types), their generations checked when the request carries them;
-2. every provider named must exist;
-3. ``replace``: the generation of every provider the write touches is bumped
-   with a conditional UPDATE before anything else, so a concurrent writer on
-   the same provider either waits for us and then fails its bump, or made
-   its change before we read and we fail ours (``ConcurrentUpdate``,
-   which the caller answers by re-running the whole transaction); then the
-   consumers' old allocations go, the capacity rules are checked against
-   usage without them, the new rows are inserted, the consumers' generations
-   are bumped and consumers left with nothing are removed.
-
-The providers a write touches are those its new allocations name, plus
-those holding the current allocations of a consumer given none; a provider
-a consumer merely moves away from is not bumped (only usage increases need
-guarding), nor is any by DELETE /allocations/{consumer}: upstream's
-generations move exactly so, and clients see them.
-
-Bumping first also keeps MySQL/MariaDB from deadlocking: inserting an
-allocation takes a shared lock on its provider row (the foreign key), which
-two writers could otherwise both hold while each waits to update the row.
+The rules of a write and their order are ops/allocations.py's; here are its
+statements: the current allocations of the consumers it empties
+(``held_by``), the conditional UPDATE that bumps the generations of the
+providers it touches (``bump_providers``, ``ConcurrentUpdate`` when one
+moved since it was read) and the INSERT of the new rows (``add``). The
+capacity figures are db/capacity.py's, the consumers db/consumers.py's.
 """
 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import capacity, consumers, providers, tables
-from placement_svc.db.consumers import Consumer, Owner
-from placement_svc.db.exceptions import (
-    AllocationProviderNotFound,
-    ConcurrentUpdate,
-    ConsumerChanged,
-    ConsumerGenerationConflict,
-    UnknownResourceClass,
-)
+from placement_svc.db import consumers, tables
+from placement_svc.db.consumers import Consumer
+from placement_svc.db.exceptions import ConcurrentUpdate
 from placement_svc.db.providers import Provider
 
 ALLOC = tables.allocations
@@ -196,163 +172,12 @@ def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
     return result.rowcount > 0
 
 
-@dataclass(frozen=True)
-class Ensured:
-    """A consumer a write concerns, with the owner the request gives it;
-    ``created``: inserted by this transaction, at its first generation."""
-
-    consumer: Consumer
-    owner: Owner
-    created: bool
-
-
-def ensure_consumers(
-    conn: Connection,
-    wanted: list[Wanted],
-    check_generation: bool,
-    incomplete: tuple[str, str],
-) -> dict[str, Ensured]:
-    """Find or create each consumer, in request order, checking generations.
-
-    With ``check_generation`` (1.28+) a consumer that exists must be at the
-    generation given, and one that does not must be given null.
-    """
-    existing = consumers.find_many(conn, (w.consumer_uuid for w in wanted))
-    owned = [(item, *item.owner_ids(incomplete)) for item in wanted]
-    pks = consumers.ensure_owners(
-        conn,
-        [
-            key
-            for item, project_id, user_id in owned
-            for key in (
-                ("project", project_id),
-                ("user", user_id),
-                *([("type", item.consumer_type)] if item.consumer_type is not None else []),
-            )
-        ],
-    )
-    found = {}
-    for item, project_id, user_id in owned:
-        owner = Owner(
-            project_pk=pks[("project", project_id)],
-            user_pk=pks[("user", user_id)],
-            consumer_type_id=(
-                pks[("type", item.consumer_type)] if item.consumer_type is not None else None
-            ),
-        )
-        consumer = existing.get(item.consumer_uuid)
-        created = False
-        if consumer is not None:
-            if check_generation and consumer.generation != item.generation:
-                raise ConsumerGenerationConflict(
-                    item.consumer_uuid, consumer.generation, item.generation
-                )
-        else:
-            if check_generation and item.generation is not None:
-                raise ConsumerGenerationConflict(item.consumer_uuid, None, item.generation)
-            consumer, created = consumers.create(
-                conn, item.consumer_uuid, owner, (project_id, user_id, item.consumer_type)
-            )
-            if check_generation and not created:
-                raise ConsumerChanged()  # made by a racing writer meanwhile
-        found[item.consumer_uuid] = Ensured(consumer, owner, created)
-    return found
-
-
-def resolve_providers(conn: Connection, wanted: list[Wanted]) -> dict[str, Provider]:
-    """Every provider the allocations name, in one query; the first missing
-    one is reported (AllocationProviderNotFound)."""
-    uuids = list(dict.fromkeys(rp for item in wanted for rp in item.resources))
-    if not uuids:
-        return {}
-    found = {p.uuid: p for p in providers.by_uuids(conn, uuids)}
-    for uuid in uuids:
-        if uuid not in found:
-            raise AllocationProviderNotFound(uuid)
-    return found
-
-
-_INSERT = sa.insert(ALLOC)
-
-
-def replace(
-    conn: Connection,
-    wanted: list[Wanted],
-    ensured: dict[str, Ensured],
-    known: dict[str, Provider],
-) -> None:
-    """Replace the consumers' allocations; ``known`` holds the providers as last seen."""
-    for entry in ensured.values():
-        if not entry.created:
-            consumers.set_owner(conn, entry.consumer, entry.owner)
-    claims = _claims(conn, wanted, known)
-    touched = list({c.provider.id: c.provider for c in claims}.values())
-    # Read before the generations are bumped, and safe so: a change to these
-    # inventories since the providers were read moved their generations.
-    rc_ids, inventories = capacity.classes_and_inventories(
-        conn, [p.id for p in touched], [c.resource_class for c in claims]
-    )
-    unknown = [c.resource_class for c in claims if c.resource_class not in rc_ids]
-    if unknown:
-        raise UnknownResourceClass(tuple(dict.fromkeys(unknown)))
-    bump_providers(conn, touched)
-    consumer_uuids = [item.consumer_uuid for item in wanted]
-    removed = capacity.remove(conn, consumer_uuids, [p.id for p in touched], rc_ids.values())
-    capacity.check(conn, claims, rc_ids, inventories, removed)
-    rows = [
-        {
-            "resource_provider_id": c.provider.id,
-            "resource_class_id": rc_ids[c.resource_class],
-            "consumer_id": c.consumer_uuid,
-            "used": c.amount,
-        }
-        for c in claims
-        if c.amount > 0
-    ]
-    if rows:
-        conn.execute(_INSERT, rows)
-    # A consumer this transaction created is at its first generation already.
-    consumers.bump_generations(
-        conn, (entry.consumer for entry in ensured.values() if not entry.created)
-    )
-    holding = {row["consumer_id"] for row in rows}
-    consumers.delete_unused(conn, [uuid for uuid in consumer_uuids if uuid not in holding])
-
-
-def _claims(
-    conn: Connection, wanted: list[Wanted], known: dict[str, Provider]
-) -> list[capacity.Claim]:
-    """The amounts to check and write, in request order.
-
-    A consumer given no allocations contributes its current ones at amount
-    0: they are removed, and their providers count as touched.
-    """
-    emptied = [item.consumer_uuid for item in wanted if not item.resources]
-    current = _current(conn, emptied, known)
-    claims = []
-    for item in wanted:
-        if item.resources:
-            for rp_uuid, resources in item.resources.items():
-                for name, amount in resources.items():
-                    claims.append(
-                        capacity.Claim(item.consumer_uuid, known[rp_uuid], name, int(amount))
-                    )
-        else:
-            claims.extend(
-                capacity.Claim(item.consumer_uuid, provider, name, 0)
-                for consumer_uuid, provider, name in current
-                if consumer_uuid == item.consumer_uuid
-            )
-    return claims
-
-
-def _current(
-    conn: Connection, consumer_uuids: list[str], known: dict[str, Provider]
-) -> list[tuple[str, Provider, str]]:
-    """(consumer, provider, class) of the consumers' existing allocations."""
+def held_by(conn: Connection, consumer_uuids: list[str]) -> Sequence[sa.Row]:
+    """(consumer_id, provider_uuid, name: the class) of each of the
+    consumers' allocations, in the order they were made."""
     if not consumer_uuids:
         return []
-    rows = conn.execute(
+    return conn.execute(
         sa.select(ALLOC.c.consumer_id, RP.c.uuid.label("provider_uuid"), RC.c.name)
         .select_from(
             ALLOC.join(RP, RP.c.id == ALLOC.c.resource_provider_id).join(
@@ -362,10 +187,16 @@ def _current(
         .where(ALLOC.c.consumer_id.in_(consumer_uuids))
         .order_by(ALLOC.c.id)
     ).all()
-    unseen = {row.provider_uuid for row in rows} - set(known)
-    if unseen:
-        known = {**known, **{p.uuid: p for p in providers.query(conn, RP.c.uuid.in_(unseen))}}
-    return [(row.consumer_id, known[row.provider_uuid], row.name) for row in rows]
+
+
+_INSERT = sa.insert(ALLOC)
+
+
+def add(conn: Connection, rows: list[dict[str, int | str]]) -> None:
+    """Insert allocation rows (resource_provider_id, resource_class_id,
+    consumer_id, used), all in one statement."""
+    if rows:
+        conn.execute(_INSERT, rows)
 
 
 _BUMP_ONE = (

@@ -2,22 +2,22 @@
 
 Every request runs its database work as one function inside one transaction
 (``Database.read`` / ``Database.write``). When the database answers with a
-deadlock, a lock timeout, "database is locked" or a lost connection, the
-whole function runs again in a fresh transaction, never half of it inside a
-stale snapshot. A database out of reach (refusing connections, a Galera node
-not ready) is tried once more. SQLite writers take the write lock at BEGIN
-(BEGIN IMMEDIATE) and wait for it, so several worker processes on one SQLite
-file queue instead of failing. A value the database refuses is reported as
-UnstorableValue; retries in vain, a database out of reach or no pooled
-connection free in time as DatabaseUnavailable (a 503), after one WARNING
-line saying why.
+deadlock, a lock timeout, "database is locked" or a lost connection, or a
+provider changed under an allocation write, the whole function runs again in
+a fresh transaction, never half of it inside a stale snapshot (db/retries.py
+says which failures, and how many times). A database out of reach (refusing
+connections, a Galera node not ready) is tried once more. SQLite writers
+take the write lock at BEGIN (BEGIN IMMEDIATE) and wait for it, so several
+worker processes on one SQLite file queue instead of failing. A value the
+database refuses is reported as UnstorableValue; retries in vain, a database
+out of reach or no pooled connection free in time as DatabaseUnavailable (a
+503), after one WARNING line saying why.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
-import random
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -25,11 +25,20 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import DataError, DBAPIError
+from sqlalchemy.exc import DataError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from placement_svc.db import tables
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
+from placement_svc.db.retries import (
+    GAVE_UP,
+    GENERATION_CONFLICT,
+    POOL_TIMEOUT,
+    UNREACHABLE,
+    Retries,
+    message,
+    not_ready_is_a_disconnect,
+)
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -263,126 +272,6 @@ def changed_world(conn: Connection) -> bool:
     return bool(conn.info.get(_CHANGED))
 
 
-# Why a transaction is run again: deadlock, serialization, lock (a lock wait
-# that timed out, SQLite's "database is locked"), lost_connection,
-# not_ready (a Galera node that is not part of the cluster yet, or any
-# more), or unreachable (no connection could be made; see Database._run).
-# MySQL/MariaDB error codes: deadlock, lock wait timeout, server gone, lost
-# connection, Galera's "WSREP has not yet prepared node for application use"
-# (1047, ER_UNKNOWN_COM_ERROR reused: some releases say "Unknown command");
-# PostgreSQL SQLSTATEs: serialization failure, deadlock. A Galera
-# certification failure is a 1213 raised by the COMMIT: the whole
-# transaction runs again, like any deadlock. Other errors at COMMIT (1180,
-# "Got error N during COMMIT", e.g. a write set over wsrep_max_ws_size)
-# would fail again: not retried.
-_MYSQL_REASONS = {
-    1213: "deadlock",
-    1205: "lock",
-    2006: "lost_connection",
-    2013: "lost_connection",
-    1047: "not_ready",
-}
-_PG_REASONS = {"40001": "serialization", "40P01": "deadlock"}
-_MYSQL_NO_SAVEPOINT = 1305  # "SAVEPOINT ... does not exist"
-_MYSQL_NOT_READY = 1047
-
-# Reasons for which the database is out of reach rather than busy: another
-# try soon is worth one (a failover, a node rejoining), not twenty; then the
-# request fails at once with 503 and a longer Retry-After.
-OUT_OF_REACH = frozenset({"unreachable", "not_ready"})
-# A unit of work that waited pool_timeout seconds for a pooled connection
-# (DatabaseUnavailable.reason): never retried, see Database._run.
-POOL_TIMEOUT = "pool_timeout"
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """True for failures where re-running the whole transaction may succeed."""
-    return retry_reason(exc) is not None
-
-
-def _mysql_error_number(exc: BaseException) -> int | None:
-    args = getattr(getattr(exc, "orig", None), "args", ())
-    return args[0] if args and isinstance(args[0], int) else None
-
-
-def retry_reason(exc: BaseException) -> str | None:
-    """Why re-running the whole transaction may succeed (see _MYSQL_REASONS),
-    or None when it would fail again."""
-    if not isinstance(exc, DBAPIError):
-        return None
-    # MySQL's error number first: PyMySQL's errors carry a SQLSTATE too, and
-    # a MariaDB deadlock's (40001) would read as PostgreSQL's serialization;
-    # and a node not ready has its connection invalidated (see
-    # not_ready_is_a_disconnect) without being lost.
-    number = _mysql_error_number(exc)
-    if number in _MYSQL_REASONS:
-        return _MYSQL_REASONS[number]
-    if exc.connection_invalidated:
-        return "lost_connection"
-    orig = exc.orig
-    if orig is None:
-        return None
-    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    if state in _PG_REASONS:
-        return _PG_REASONS[state]
-    if number == _MYSQL_NO_SAVEPOINT:
-        # A deadlock inside a SAVEPOINT makes MariaDB roll back the whole
-        # transaction, savepoint included; leaving the savepoint then fails
-        # with 1305 while the deadlock is being handled: the deadlock is why.
-        behind = exc.__context__
-        for _link in range(8):
-            if behind is None:
-                break
-            if isinstance(behind, DBAPIError) and (reason := retry_reason(behind)):
-                return reason
-            behind = behind.__context__
-    text = str(orig).lower()
-    if "database is locked" in text or "database table is locked" in text:
-        return "lock"
-    return None
-
-
-def not_ready_is_a_disconnect(engine: Engine) -> None:
-    """A Galera node that is not ready (1047) is as good as gone: SQLAlchemy
-    is told it is a disconnect, so the connection is thrown away and every
-    other one the pool holds is replaced at its next checkout (they reach
-    the same node; a new one may reach another, through a load balancer)."""
-
-    @event.listens_for(engine, "handle_error")
-    def _not_ready(context: Any) -> None:
-        if _mysql_error_number(context.sqlalchemy_exception) == _MYSQL_NOT_READY:
-            context.is_disconnect = True
-
-
-def _one_line(text: object) -> str:
-    """A driver's message on one line: PostgreSQL's span several (LINE 1: ...)."""
-    return " ".join(str(text).split())
-
-
-def _message(exc: BaseException) -> str:
-    """The first line of what the driver said (SQLAlchemy's own text for its
-    own errors), without the statement, its parameters or PostgreSQL's
-    LINE/DETAIL/HINT lines."""
-    orig = getattr(exc, "orig", None)
-    said = orig if orig is not None else (exc.args[0] if exc.args else "")
-    first = next((line for line in str(said).splitlines() if line.strip()), "")
-    return _one_line(first) or type(orig or exc).__name__
-
-
-# Why a unit of work gave up, for its one WARNING line.
-_GAVE_UP = {
-    "unreachable": "the database cannot be reached",
-    "not_ready": "the database node is not ready for use (Galera: not synced with its cluster)",
-    "lost_connection": "the connection to the database was lost, no retry left",
-    "deadlock": "deadlocks went on",
-    "serialization": "serialization failures went on",
-    "lock": "lock waits went on timing out",
-}
-
-# Times a unit of work tries again to connect to a database that refused
-# its connection (or a Galera node that is not ready), before the request
-# fails with 503.
-CONNECT_RETRIES = 1
 # Seconds one attempt to connect to PostgreSQL or MySQL may take, the
 # server's greeting and the login included, unless the URL sets its own
 # (?connect_timeout=N): both attempts end well within gunicorn's 30 s
@@ -398,9 +287,13 @@ class Database:
         engine: Engine,
         max_retries: int = 20,
         on_retry: Callable[[str], None] | None = None,
+        conflict_retries: int = 10,
     ):
         self.engine = engine
+        # The budgets of db/retries.py: [placement_database] db_max_retries
+        # and [placement] allocation_conflict_retry_count.
         self.max_retries = max_retries
+        self.conflict_retries = conflict_retries
         self.backend = engine.dialect.name
         # Told the reason (see retry_reason) each time a unit of work runs again.
         self.on_retry = on_retry
@@ -412,18 +305,21 @@ class Database:
         return self._run(fn, write=True)
 
     def _run(self, fn: Callable[[Connection], T], write: bool) -> T:
-        """``fn`` in one transaction, run whole again for a retryable reason.
+        """``fn`` in one transaction, run whole again while db/retries.py
+        says the failure is worth it and its budget allows.
 
         A request that fails anyway fails with DatabaseUnavailable, after one
-        WARNING line saying why: retryable failures that went on past
+        WARNING line saying why: the database's failures that went on past
         max_retries (busy; a connection lost each time); a database out of
         reach (OUT_OF_REACH) once more after CONNECT_RETRIES; every pooled
         connection still checked out after pool_timeout seconds, at once: the
         request has waited that long already, waiting again would double
         what its client waits (and outlast gunicorn's worker timeout, which
         kills the worker mid-answer), and what holds the connections (a
-        database that does not answer) is no quicker the second time."""
-        attempt = 0
+        database that does not answer) is no quicker the second time. A
+        generation conflict past conflict_retries is raised as it is (the
+        client's 409), after its WARNING line."""
+        retries = Retries(self.max_retries, self.conflict_retries)
         while True:
             connected = False
             try:
@@ -442,37 +338,37 @@ class Database:
                 LOG.warning(
                     "gave up on the database (attempts: %d), no pooled connection came free "
                     "within pool_timeout: %s",
-                    attempt + 1,
-                    _message(exc),
+                    retries.attempts,
+                    message(exc),
                 )
-                raise DatabaseUnavailable(attempt + 1, True, POOL_TIMEOUT) from exc
-            except DBAPIError as exc:
-                reason = retry_reason(exc)
-                if not connected and reason in (None, "lost_connection"):
-                    # Refused, unresolvable, dropped during the handshake, or a
-                    # file that cannot be opened.
-                    reason = "unreachable"
+                raise DatabaseUnavailable(retries.attempts, True, POOL_TIMEOUT) from exc
+            except Exception as exc:  # retries.reason decides; None: raised as is
+                reason = retries.reason(exc, connected)
                 if reason is None:
                     raise
-                limit = self.max_retries
-                if reason in OUT_OF_REACH:
-                    # A failover may be under way: try once more, then give up
-                    # rather than keep the request waiting on retries.
-                    limit = min(limit, CONNECT_RETRIES)
-                if attempt >= limit:
+                conflict = reason == GENERATION_CONFLICT
+                if not retries.allow(reason):
                     LOG.warning(
-                        "gave up on the database (attempts: %d), %s: %s",
-                        attempt + 1,
-                        _GAVE_UP[reason],
-                        _message(exc),
+                        "gave up on the %s (attempts: %d), %s: %s",
+                        "write" if conflict else "database",
+                        retries.attempts,
+                        GAVE_UP[reason],
+                        message(exc),
                     )
-                    unreachable = reason in OUT_OF_REACH or reason == "lost_connection"
-                    raise DatabaseUnavailable(attempt + 1, unreachable, reason) from exc
+                    if conflict:
+                        raise
+                    raise DatabaseUnavailable(
+                        retries.attempts, reason in UNREACHABLE, reason
+                    ) from exc
                 if self.on_retry is not None:
                     self.on_retry(reason)
-                attempt += 1
-                LOG.info("retrying transaction (attempt %d) after: %s", attempt, _message(exc))
-                time.sleep(min(0.5, 0.01 * 2**attempt) * random.random())
+                LOG.log(
+                    logging.DEBUG if conflict else logging.INFO,
+                    "retrying transaction (attempt %d) after: %s",
+                    retries.retried,
+                    message(exc),
+                )
+                time.sleep(retries.pause(reason))
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -122,6 +122,16 @@ class ConcurrentUpdate(DomainError):
     uuid: str
 
 
+@dataclass(eq=False)
+class ProviderChanged(ConcurrentUpdate):
+    """Another writer changed the provider between the unit of work's own
+    read of it and its write, with no generation the client gave at stake
+    (an allocation write bumps the generations it read itself): the whole
+    unit of work is worth running again (db/retries.py). Past
+    ``[placement] allocation_conflict_retry_count`` retries it is answered as
+    the ConcurrentUpdate it is."""
+
+
 # Inventories
 
 

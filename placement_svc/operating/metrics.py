@@ -142,7 +142,8 @@ class Metrics:
         self.db_retries = Counter(
             "placement_db_retries",
             "Transactions run again after a deadlock, a serialization failure, "
-            "a lock that could not be had, or a lost connection.",
+            "a lock that could not be had, a lost connection, or a provider "
+            "changed under an allocation write.",
             ("route", "reason"),
             registry=registry,
         )

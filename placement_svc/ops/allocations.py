@@ -1,30 +1,62 @@
-"""Units of work on allocations, and upstream's retry rule for their writes.
+"""Units of work on allocations, and every rule of an allocation write.
 
-A provider generation conflict means another writer changed a provider
-between our read and our write; the whole transaction is run again, up to
+A write names, for each consumer it concerns, the complete set of
+allocations the consumer is to hold (an empty set removes them all). It runs
+inside the caller's one transaction, in upstream's order:
+
+1. the consumers are found or created (with their projects, users and
+   types), their generations checked when the request carries them (1.28);
+2. every provider named must exist;
+3. ``replace``: the classes must exist; the generation of every provider the
+   write touches is bumped with a conditional UPDATE before anything else,
+   so a concurrent writer on the same provider either waits for us and then
+   fails its bump, or made its change before we read and we fail ours
+   (``ConcurrentUpdate``); then the consumers' old allocations go, the
+   capacity rules (ops/capacity.py) are checked against usage without
+   them, the new rows are inserted, the consumers' generations are bumped
+   and consumers left with nothing are removed.
+
+The providers a write touches are those its new allocations name, plus
+those holding the current allocations of a consumer given none; a provider
+a consumer merely moves away from is not bumped (only usage increases need
+guarding), nor is any by DELETE /allocations/{consumer}: upstream's
+generations move exactly so, and clients see them.
+
+Bumping first also keeps MySQL/MariaDB from deadlocking: inserting an
+allocation takes a shared lock on its provider row (the foreign key), which
+two writers could otherwise both hold while each waits to update the row.
+
+A provider generation conflict met by the bump means another writer
+changed a provider between our read and our write, with no generation of
+the client's at stake: it is reported as ``ProviderChanged``, which the
+unit of work's Database runs again whole (db/retries.py), up to
 ``[placement] allocation_conflict_retry_count`` more times, before the
-conflict is reported. A consumer generation conflict is never retried: only
+conflict is answered. A consumer generation conflict is never retried: only
 the client can decide what the consumer's allocations should now be.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
-from typing import Protocol, TypeVar
+from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection
 
 from placement_svc.db import allocations as store
-from placement_svc.db import providers
+from placement_svc.db import capacity as figures
+from placement_svc.db import consumers, providers, tables
 from placement_svc.db.allocations import Allocation, Wanted
-from placement_svc.db.consumers import Consumer
-from placement_svc.db.exceptions import ConcurrentUpdate
+from placement_svc.db.consumers import Consumer, Owner
+from placement_svc.db.exceptions import (
+    AllocationProviderNotFound,
+    ConcurrentUpdate,
+    ConsumerChanged,
+    ConsumerGenerationConflict,
+    ProviderChanged,
+    UnknownResourceClass,
+)
 from placement_svc.db.providers import Provider
+from placement_svc.ops import capacity
 from placement_svc.ops.exceptions import NoAllocations
-
-LOG = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # A read with no rule beyond the data layer's.
 for_consumer = store.for_consumer
@@ -65,9 +97,9 @@ def write(
 ) -> None:
     """PUT and POST /allocations: the consumers (their generations checked
     from 1.28), then the providers they name, then the allocations."""
-    ensured = store.ensure_consumers(conn, wanted, check_generation, incomplete)
-    known = store.resolve_providers(conn, wanted)
-    store.replace(conn, wanted, ensured, known)
+    ensured = ensure_consumers(conn, wanted, check_generation, incomplete)
+    known = resolve_providers(conn, wanted)
+    replace(conn, wanted, ensured, known)
 
 
 def delete(conn: Connection, consumer_uuid: str) -> None:
@@ -76,20 +108,166 @@ def delete(conn: Connection, consumer_uuid: str) -> None:
         raise NoAllocations(consumer_uuid)
 
 
-class Writer(Protocol):
-    def write(self, fn: Callable[[Connection], T]) -> T: ...
+@dataclass(frozen=True)
+class Ensured:
+    """A consumer a write concerns, with the owner the request gives it;
+    ``created``: inserted by this transaction, at its first generation."""
+
+    consumer: Consumer
+    owner: Owner
+    created: bool
 
 
-def write_retrying(db: Writer, retries: int, work: Callable[[Connection], T]) -> T:
-    """``db.write(work)``, the whole transaction run again on a provider
-    generation conflict; the last ConcurrentUpdate is raised after ``retries``."""
-    attempt = 0
-    while True:
-        try:
-            return db.write(work)
-        except ConcurrentUpdate:
-            if attempt >= retries:
-                LOG.warning("Exceeded retry limit of %d on allocations write", retries)
-                raise
-            attempt += 1
-            LOG.debug("Retrying allocations write on resource provider generation conflict")
+def ensure_consumers(
+    conn: Connection,
+    wanted: list[Wanted],
+    check_generation: bool,
+    incomplete: tuple[str, str],
+) -> dict[str, Ensured]:
+    """Find or create each consumer, in request order, checking generations.
+
+    With ``check_generation`` (1.28+) a consumer that exists must be at the
+    generation given, and one that does not must be given null.
+    """
+    existing = consumers.find_many(conn, (w.consumer_uuid for w in wanted))
+    owned = [(item, *item.owner_ids(incomplete)) for item in wanted]
+    pks = consumers.ensure_owners(
+        conn,
+        [
+            key
+            for item, project_id, user_id in owned
+            for key in (
+                ("project", project_id),
+                ("user", user_id),
+                *([("type", item.consumer_type)] if item.consumer_type is not None else []),
+            )
+        ],
+    )
+    found = {}
+    for item, project_id, user_id in owned:
+        owner = Owner(
+            project_pk=pks[("project", project_id)],
+            user_pk=pks[("user", user_id)],
+            consumer_type_id=(
+                pks[("type", item.consumer_type)] if item.consumer_type is not None else None
+            ),
+        )
+        consumer = existing.get(item.consumer_uuid)
+        created = False
+        if consumer is not None:
+            if check_generation and consumer.generation != item.generation:
+                raise ConsumerGenerationConflict(
+                    item.consumer_uuid, consumer.generation, item.generation
+                )
+        else:
+            if check_generation and item.generation is not None:
+                raise ConsumerGenerationConflict(item.consumer_uuid, None, item.generation)
+            consumer, created = consumers.create(
+                conn, item.consumer_uuid, owner, (project_id, user_id, item.consumer_type)
+            )
+            if check_generation and not created:
+                raise ConsumerChanged()  # made by a racing writer meanwhile
+        found[item.consumer_uuid] = Ensured(consumer, owner, created)
+    return found
+
+
+def resolve_providers(conn: Connection, wanted: list[Wanted]) -> dict[str, Provider]:
+    """Every provider the allocations name, in one query; the first missing
+    one is reported (AllocationProviderNotFound)."""
+    uuids = list(dict.fromkeys(rp for item in wanted for rp in item.resources))
+    if not uuids:
+        return {}
+    found = {p.uuid: p for p in providers.by_uuids(conn, uuids)}
+    for uuid in uuids:
+        if uuid not in found:
+            raise AllocationProviderNotFound(uuid)
+    return found
+
+
+def replace(
+    conn: Connection,
+    wanted: list[Wanted],
+    ensured: dict[str, Ensured],
+    known: dict[str, Provider],
+) -> None:
+    """Replace the consumers' allocations; ``known`` holds the providers as last seen."""
+    for entry in ensured.values():
+        if not entry.created:
+            consumers.set_owner(conn, entry.consumer, entry.owner)
+    claims = _claims(conn, wanted, known)
+    touched = list({c.provider.id: c.provider for c in claims}.values())
+    # Read before the generations are bumped, and safe so: a change to these
+    # inventories since the providers were read moved their generations.
+    rc_ids, inventories = figures.classes_and_inventories(
+        conn, [p.id for p in touched], [c.resource_class for c in claims]
+    )
+    unknown = [c.resource_class for c in claims if c.resource_class not in rc_ids]
+    if unknown:
+        raise UnknownResourceClass(tuple(dict.fromkeys(unknown)))
+    try:
+        store.bump_providers(conn, touched)
+    except ConcurrentUpdate as exc:
+        raise ProviderChanged(exc.uuid) from exc  # generations we read, not the client's
+    consumer_uuids = [item.consumer_uuid for item in wanted]
+    removed = figures.remove(conn, consumer_uuids, [p.id for p in touched], rc_ids.values())
+    if claims:
+        used_now = figures.usage(
+            conn, {c.provider.id for c in claims}, {rc_ids[c.resource_class] for c in claims}
+        )
+        capacity.check(claims, rc_ids, inventories, used_now, removed)
+    rows: list[dict[str, int | str]] = [
+        {
+            "resource_provider_id": c.provider.id,
+            "resource_class_id": rc_ids[c.resource_class],
+            "consumer_id": c.consumer_uuid,
+            "used": c.amount,
+        }
+        for c in claims
+        if c.amount > 0
+    ]
+    store.add(conn, rows)
+    # A consumer this transaction created is at its first generation already.
+    consumers.bump_generations(
+        conn, (entry.consumer for entry in ensured.values() if not entry.created)
+    )
+    holding = {row["consumer_id"] for row in rows}
+    consumers.delete_unused(conn, [uuid for uuid in consumer_uuids if uuid not in holding])
+
+
+def _claims(
+    conn: Connection, wanted: list[Wanted], known: dict[str, Provider]
+) -> list[capacity.Claim]:
+    """The amounts to check and write, in request order.
+
+    A consumer given no allocations contributes its current ones at amount
+    0: they are removed, and their providers count as touched.
+    """
+    emptied = [item.consumer_uuid for item in wanted if not item.resources]
+    current = _current(conn, emptied, known)
+    claims = []
+    for item in wanted:
+        if item.resources:
+            for rp_uuid, resources in item.resources.items():
+                for name, amount in resources.items():
+                    claims.append(
+                        capacity.Claim(item.consumer_uuid, known[rp_uuid], name, int(amount))
+                    )
+        else:
+            claims.extend(
+                capacity.Claim(item.consumer_uuid, provider, name, 0)
+                for consumer_uuid, provider, name in current
+                if consumer_uuid == item.consumer_uuid
+            )
+    return claims
+
+
+def _current(
+    conn: Connection, consumer_uuids: list[str], known: dict[str, Provider]
+) -> list[tuple[str, Provider, str]]:
+    """(consumer, provider, class) of the consumers' existing allocations."""
+    rows = store.held_by(conn, consumer_uuids)
+    unseen = {row.provider_uuid for row in rows} - set(known)
+    if unseen:
+        where = tables.resource_providers.c.uuid.in_(unseen)
+        known = {**known, **{p.uuid: p for p in providers.query(conn, where)}}
+    return [(row.consumer_id, known[row.provider_uuid], row.name) for row in rows]

@@ -11,6 +11,8 @@ a provider lacks, so the write goes in three steps, as upstream's does:
 
 Every step bumps the generations it touches, so a reshaped provider's
 generation moves by as many steps as touched it, exactly as upstream's.
+Another writer that changes a provider meanwhile (``ProviderChanged``) has
+the whole reshape run again, as an allocation write is.
 """
 
 from __future__ import annotations
@@ -20,11 +22,17 @@ import re
 
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import allocations, inventories, providers, tables
+from placement_svc.db import inventories, providers, tables
 from placement_svc.db.allocations import Wanted
-from placement_svc.db.exceptions import ProviderNotFound, UnknownResourceClass
+from placement_svc.db.exceptions import (
+    ConcurrentUpdate,
+    ProviderChanged,
+    ProviderNotFound,
+    UnknownResourceClass,
+)
 from placement_svc.db.inventories import Inventory
 from placement_svc.db.providers import Provider
+from placement_svc.ops import allocations
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
 
 _CLASS_NAME = re.compile(r"^[A-Z0-9_]+$")
@@ -84,5 +92,12 @@ def _inventory_list(records: dict) -> list[Inventory]:
 
 
 def _replace_inventory(conn: Connection, provider: Provider, wanted: list[Inventory]) -> Provider:
-    generation = inventories.replace(conn, provider, wanted, seen_generation=provider.generation)
+    """At the generation this unit of work read (the client's was checked
+    against it): a conflict is a race, worth running the reshape again."""
+    try:
+        generation = inventories.replace(
+            conn, provider, wanted, seen_generation=provider.generation
+        )
+    except ConcurrentUpdate as exc:
+        raise ProviderChanged(exc.uuid) from exc
     return dataclasses.replace(provider, generation=generation)

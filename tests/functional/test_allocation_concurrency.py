@@ -8,13 +8,14 @@ capacity, on every backend.
 
 The retry rule: a provider generation conflict re-runs the whole write up
 to ``[placement] allocation_conflict_retry_count`` more times before the
-answer is 409 placement.concurrent_update. It is proved with a database
-wrapper that reports conflicts (every backend), and on PostgreSQL and
-MariaDB with a real one: another connection bumps the provider's
-generation between our read and our write. (SQLite writers are serialized
-from BEGIN, so a real conflict cannot happen there.) Consumer generation
-conflicts are never retried: many writers creating one consumer at once
-give one success and 409s.
+answer is 409 placement.concurrent_update; the Database runs it again (its
+one retry policy, db/retries.py), the handler calls it once. It is proved
+on every backend with the race replayed inside the write's own transaction
+(tests/support/races.py), and on PostgreSQL and MariaDB with a real one:
+another connection bumps the provider's generation between our read and our
+write. (SQLite writers are serialized from BEGIN, so a real conflict cannot
+happen there.) Consumer generation conflicts are never retried: many
+writers creating one consumer at once give one success and 409s.
 
 The last test needs its own configuration rather than concurrency: the
 incomplete consumer project and user given to pre-1.8 writes.
@@ -31,9 +32,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from placement_svc import app
-from placement_svc.db import providers
 from placement_svc.db.engine import Database, create_engine
 from tests.support import databases, fixtures
+from tests.support.races import ChangedAfterRead
 
 THREADS = 16
 ROOM = 5  # claims the provider has room for
@@ -185,53 +186,47 @@ def test_one_new_consumer_claimed_by_many_at_once_is_created_once(test_db):
     assert held["allocations"][rp_uuid]["resources"] == {"VCPU": winner + 1}
 
 
-class _ConflictingDatabase:
-    """A Database whose next ``failures`` writes report a provider conflict."""
-
-    def __init__(self, db: Database):
-        self.db = db
-        self.engine = db.engine
-        self.failures = 0
-        self.writes = 0
-
-    @property
-    def on_retry(self):
-        return self.db.on_retry
-
-    @on_retry.setter
-    def on_retry(self, hook):
-        self.db.on_retry = hook
-
-    def read(self, fn):
-        return self.db.read(fn)
-
-    def write(self, fn):
-        self.writes += 1
-        if self.failures:
-            self.failures -= 1
-            raise providers.ConcurrentUpdate("0" * 32)
-        return self.db.write(fn)
-
-
-def test_a_provider_conflict_is_retried_up_to_the_configured_count(test_db):
-    db = _ConflictingDatabase(Database(_engine(test_db.url)))
-    conf = fixtures.make_conf(**{"placement.allocation_conflict_retry_count": 3})
-    client = fixtures.api_client(app.create_app(conf, db))
+def test_a_provider_conflict_is_retried_up_to_the_configured_count(test_db, monkeypatch):
+    """create_app gives its Database the configured count (its engine is this
+    test's, to be closed at the end); each retry is counted in the metrics."""
+    conf = fixtures.make_conf(
+        **{
+            "placement.allocation_conflict_retry_count": 3,
+            "placement_database.connection": test_db.url,
+            "metrics.enabled": True,
+        }
+    )
+    monkeypatch.setattr(app, "create_engine", lambda url, _db_conf: _engine(url))
+    client = fixtures.api_client(app.create_app(conf))
     rp_uuid = _provider(client, {"VCPU": {"total": 8}})
     body = _claim({rp_uuid: {"resources": {"VCPU": 1}}})
 
-    db.failures, db.writes = 3, 0
+    changes = ChangedAfterRead(monkeypatch, times=3)
     assert client.put(f"/allocations/{uuid.uuid4()}", json=body).status_code == 204
-    assert db.writes == 4  # the first try and three retries
+    assert changes.reads == 4  # the first try and three retries
+    assert _retries_counted(client, "generation_conflict") == 3
 
-    db.failures, db.writes = 4, 0
+    changes = ChangedAfterRead(monkeypatch, times=4)
     refused = client.put(f"/allocations/{uuid.uuid4()}", json=body)
     assert refused.status_code == 409
-    assert db.writes == 4
+    assert changes.reads == 4
     error = refused.json()["errors"][0]
     assert error["code"] == "placement.concurrent_update"
     assert "Inventory and/or allocations changed while attempting to allocate" in error["detail"]
     assert client.get(f"/resource_providers/{rp_uuid}/usages").json()["usages"] == {"VCPU": 1}
+    assert _retries_counted(client, "generation_conflict") == 6
+
+
+def _retries_counted(client, reason: str) -> float:
+    """placement_db_retries_total of PUT /allocations/{consumer_uuid} for ``reason``."""
+    for line in client.get("/metrics").text.splitlines():
+        if (
+            line.startswith("placement_db_retries_total{")
+            and 'route="/allocations/{consumer_uuid}"' in line
+            and f'reason="{reason}"' in line
+        ):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
 
 
 def _bump_before_our_update(engine, other: sa.engine.Engine, rp_uuid: str, times: int):
@@ -259,8 +254,9 @@ def _bump_before_our_update(engine, other: sa.engine.Engine, rp_uuid: str, times
 def test_a_real_provider_conflict_is_retried_then_refused(test_db):
     engine = _engine(test_db.url)
     other = _engine(test_db.url)
-    conf = fixtures.make_conf(**{"placement.allocation_conflict_retry_count": 2})
-    client = fixtures.api_client(app.create_app(conf, Database(engine)))
+    client = fixtures.api_client(
+        app.create_app(fixtures.make_conf(), Database(engine, conflict_retries=2))
+    )
     rp_uuid = _provider(client, {"VCPU": {"total": 8}})
     body = _claim({rp_uuid: {"resources": {"VCPU": 1}}})
 

@@ -13,15 +13,14 @@ from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from placement_svc import app, conf
-from placement_svc.db.engine import (
-    Database,
-    create_engine,
-    is_retryable,
-    normalize_url,
-    not_ready_is_a_disconnect,
-    retry_reason,
+from placement_svc.db.engine import Database, create_engine, normalize_url
+from placement_svc.db.exceptions import (
+    ConcurrentUpdate,
+    DatabaseUnavailable,
+    ProviderChanged,
+    UnstorableValue,
 )
-from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
+from placement_svc.db.retries import is_retryable, not_ready_is_a_disconnect, retry_reason
 
 
 class _MySQLError(Exception):
@@ -117,6 +116,81 @@ def test_write_gives_up_after_max_retries(tmp_path):
     with pytest.raises(DatabaseUnavailable) as gave_up:
         db.write(always_locked)
     assert gave_up.value.attempts == 3  # the first try and two retries
+
+
+def test_a_provider_changed_under_a_write_is_retried_a_client_conflict_is_not():
+    assert retry_reason(ProviderChanged("a")) == "generation_conflict"
+    assert retry_reason(ConcurrentUpdate("a")) is None  # over a generation the client gave
+
+
+def _failing(failures):
+    """A unit of work that inserts a row, then raises the next of ``failures``
+    (none left: returns the rows it sees); ``runs`` counts its runs."""
+    pending = iter(failures)
+
+    def work(conn):
+        work.runs += 1
+        conn.execute(sa.text("CREATE TABLE IF NOT EXISTS t (x INTEGER)"))
+        conn.execute(sa.text("INSERT INTO t VALUES (1)"))
+        failure = next(pending, None)
+        if failure is not None:
+            raise failure
+        return conn.execute(sa.text("SELECT count(*) FROM t")).scalar()
+
+    work.runs = 0
+    return work
+
+
+def test_one_policy_retries_a_generation_conflict_and_a_deadlock_alike_each_to_its_budget(
+    tmp_path,
+):
+    """Deadlocks draw on db_max_retries, generation conflicts on
+    allocation_conflict_retry_count: counted apart, both reported to on_retry,
+    each run whole in a new transaction."""
+    retried = []
+    db = Database(
+        create_engine(f"sqlite:///{tmp_path}/t.db"),
+        max_retries=2,
+        on_retry=retried.append,
+        conflict_retries=3,
+    )
+    deadlock = _operational(_MySQLError(1213, "Deadlock found"))
+    changed = ProviderChanged("0" * 32)
+
+    work = _failing([deadlock, changed, deadlock, changed, changed])
+    assert db.write(work) == 1  # the failed runs rolled back
+    assert work.runs == 6
+    assert retried == [
+        "deadlock",
+        "generation_conflict",
+        "deadlock",
+        "generation_conflict",
+        "generation_conflict",
+    ]
+
+    retried.clear()
+    work = _failing([changed] * 4)
+    with pytest.raises(ProviderChanged):  # the conflict itself: the client's 409
+        db.write(work)
+    assert (work.runs, retried) == (4, ["generation_conflict"] * 3)
+
+    retried.clear()
+    work = _failing([changed, deadlock, deadlock, deadlock])
+    with pytest.raises(DatabaseUnavailable) as gave_up:
+        db.write(work)
+    assert (gave_up.value.attempts, gave_up.value.reason) == (4, "deadlock")
+    assert retried == ["generation_conflict", "deadlock", "deadlock"]
+
+
+def test_a_budget_of_no_conflict_retries_answers_the_first_conflict(tmp_path):
+    retried = []
+    db = Database(
+        create_engine(f"sqlite:///{tmp_path}/t.db"), on_retry=retried.append, conflict_retries=0
+    )
+    work = _failing([ProviderChanged("0" * 32)])
+    with pytest.raises(ProviderChanged):
+        db.write(work)
+    assert (work.runs, retried) == (1, [])
 
 
 def test_operator_urls_get_an_installed_driver(monkeypatch):

@@ -1,5 +1,6 @@
 """Allocation units of work: consumers and their generations, providers named,
-capacity, and upstream's retry rule on provider conflicts."""
+capacity, and upstream's retry rule on provider conflicts (run by the
+Database's one retry policy, db/retries.py)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,21 @@ from functools import partial
 import pytest
 
 from placement_svc.db.allocations import Wanted
+from placement_svc.db.engine import Database
 from placement_svc.db.exceptions import (
     AllocationProviderNotFound,
     AmountViolatesInventory,
     CapacityExceeded,
-    ConcurrentUpdate,
     ConsumerGenerationConflict,
     InventoryMissing,
+    ProviderChanged,
     ProviderNotFound,
     UnknownResourceClass,
 )
 from placement_svc.ops import allocations as ops
 from placement_svc.ops.exceptions import NoAllocations
 from tests.integration.conftest import add_provider, new_uuid
+from tests.support.races import ChangedAfterRead
 
 INCOMPLETE = ("incomplete-project", "incomplete-user")
 
@@ -110,32 +113,49 @@ def test_delete_reports_a_consumer_without_allocations(db):
     assert none_left.value.consumer_uuid == consumer_uuid
 
 
-class _Conflicting:
-    """A Database whose first ``failures`` writes lose a provider race."""
-
-    def __init__(self, db, failures):
-        self.db, self.failures, self.writes = db, failures, 0
-
-    def write(self, fn):
-        self.writes += 1
-        if self.failures:
-            self.failures -= 1
-            raise ConcurrentUpdate("0" * 32)
-        return self.db.write(fn)
+def _usage(db, rp_uuid):
+    _provider, held = db.read(partial(ops.for_provider, uuid=rp_uuid))
+    return sum(a.used for a in held)
 
 
-def test_write_retrying_runs_the_whole_write_again_then_gives_up(db):
+def test_a_provider_changed_after_the_write_read_it_is_a_conflict_worth_a_retry(db, monkeypatch):
+    """The generation the write bumps is the one it read, not the client's: a
+    provider changed meanwhile is ProviderChanged (a ConcurrentUpdate the
+    Database runs again), and nothing of the write is left."""
     rp_uuid = add_provider(db, {"VCPU": 2})
-    work = partial(
-        ops.write,
-        wanted=[_wanted(new_uuid(), {rp_uuid: {"VCPU": 1}})],
-        check_generation=False,
-        incomplete=INCOMPLETE,
-    )
-    flaky = _Conflicting(db, failures=2)
-    ops.write_retrying(flaky, 2, work)
-    assert flaky.writes == 3
-    hopeless = _Conflicting(db, failures=3)
-    with pytest.raises(ConcurrentUpdate):
-        ops.write_retrying(hopeless, 2, work)
-    assert hopeless.writes == 3
+    ChangedAfterRead(monkeypatch, times=1)
+    with pytest.raises(ProviderChanged) as changed, db.engine.begin() as conn:
+        ops.write(conn, [_wanted(new_uuid(), {rp_uuid: {"VCPU": 1}})], True, INCOMPLETE)
+    assert changed.value.uuid == rp_uuid
+    assert _usage(db, rp_uuid) == 0
+
+
+def test_the_database_runs_the_whole_write_again_then_gives_up(db, monkeypatch):
+    """[placement] allocation_conflict_retry_count more runs, each from the
+    start (the provider read anew), then the conflict is the answer."""
+    retried = []
+    retrying = Database(db.engine, on_retry=retried.append, conflict_retries=2)
+    rp_uuid = add_provider(db, {"VCPU": 2})
+
+    changes = ChangedAfterRead(monkeypatch, times=2)
+    _write(retrying, _wanted(new_uuid(), {rp_uuid: {"VCPU": 1}}))
+    assert (changes.reads, retried) == (3, ["generation_conflict"] * 2)
+    assert _usage(db, rp_uuid) == 1
+
+    retried.clear()
+    changes = ChangedAfterRead(monkeypatch, times=3)
+    with pytest.raises(ProviderChanged):
+        _write(retrying, _wanted(new_uuid(), {rp_uuid: {"VCPU": 1}}))
+    assert (changes.reads, retried) == (3, ["generation_conflict"] * 2)
+    assert _usage(db, rp_uuid) == 1
+
+
+def test_a_consumer_generation_the_client_gave_wrong_is_never_retried(db):
+    retried = []
+    retrying = Database(db.engine, on_retry=retried.append, conflict_retries=5)
+    rp_uuid = add_provider(db, {"VCPU": 2})
+    consumer_uuid = new_uuid()
+    _write(retrying, _wanted(consumer_uuid, {rp_uuid: {"VCPU": 1}}))
+    with pytest.raises(ConsumerGenerationConflict):
+        _write(retrying, _wanted(consumer_uuid, {rp_uuid: {"VCPU": 2}}, generation=0))
+    assert retried == []

@@ -8,11 +8,13 @@ from functools import partial
 import pytest
 
 from placement_svc.db.allocations import Wanted
+from placement_svc.db.engine import Database
 from placement_svc.db.exceptions import ProviderNotFound, UnknownResourceClass
 from placement_svc.ops import allocations, inventories, providers
 from placement_svc.ops import reshaper as ops
 from placement_svc.ops.exceptions import ProviderGenerationMismatch
 from tests.integration.conftest import add_provider, new_uuid
+from tests.support.races import ChangedAfterRead
 
 INCOMPLETE = ("incomplete-project", "incomplete-user")
 
@@ -81,3 +83,23 @@ def test_an_unknown_class_is_reported_by_name(db):
     with pytest.raises(UnknownResourceClass) as unknown:
         _reshape(db, body, [])
     assert unknown.value.names == ("CUSTOM_NONE",)
+
+
+def test_a_provider_changed_meanwhile_runs_the_reshape_again_and_the_client_is_told(
+    db, monkeypatch
+):
+    """The inventories' providers are read, checked against the client's
+    generations, then written at the generation read: another writer in
+    between makes the reshape run again, and the second run finds the
+    client's generation stale (a 409 of the client's, not retried)."""
+    retried = []
+    retrying = Database(db.engine, on_retry=retried.append, conflict_retries=3)
+    rp_uuid = add_provider(db)
+    body = {rp_uuid: {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}}}}
+    changes = ChangedAfterRead(monkeypatch, times=1, reader="query")
+    with pytest.raises(ProviderGenerationMismatch) as stale:
+        _reshape(retrying, body, [])
+    assert (stale.value.actual, stale.value.given) == (1, 0)
+    assert changes.left == 0
+    assert retried == ["generation_conflict"]
+    assert db.read(partial(inventories.list_for, uuid=rp_uuid))[1] == []  # nothing written

@@ -202,6 +202,11 @@ def test_the_units_of_work_know_no_http():
     assert _offending(f"{ROOT}.ops", HTTP) == {}
 
 
+def test_the_capacity_rules_are_plain_data_in_a_fact_out():
+    """ops/capacity.py checks figures the data layer read: no SQL of its own."""
+    assert _offending(f"{ROOT}.ops.capacity", {"sqlalchemy"}) == {}
+
+
 def test_the_candidate_rules_know_no_sql_and_no_web_framework():
     for name in ("model", "request", "eligibility", "merge", "prune", "render", "subtree"):
         assert _offending(f"{ROOT}.candidates.{name}", {"sqlalchemy", "falcon"}) == {}
