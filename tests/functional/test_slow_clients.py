@@ -31,10 +31,6 @@ HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
 ATTACKERS = 200
 
 
-def conf(tmp_path, extra: str = "") -> str:
-    return write_conf(tmp_path, f"sqlite:///{tmp_path}/p.db", extra)
-
-
 def address(base: str) -> tuple[str, int]:
     parts = urllib.parse.urlsplit(base)
     return parts.hostname, parts.port
@@ -100,8 +96,9 @@ def attack(base: str, kind: str, count: int = ATTACKERS, every: float = 1.0):
 
 
 @pytest.mark.parametrize("kind", sorted(FIRST))
-def test_two_hundred_slow_connections_do_not_hold_the_workers(tmp_path, kind):
-    with serving(tmp_path, conf(tmp_path), "--workers", "2") as (base, _log):
+def test_two_hundred_slow_connections_do_not_hold_the_workers(tmp_path, sqlite_url, kind):
+    conf = write_conf(tmp_path, sqlite_url)
+    with serving(tmp_path, conf, "--workers", "2") as (base, _log):
         with attack(base, kind):
             time.sleep(1.5)  # every attacker has been accepted and has sent again
             seconds = [timed_get(base) for _ in range(10)]
@@ -131,9 +128,10 @@ def json_error(answer: bytes) -> tuple[str, dict]:
 
 class TestBounds:
     @pytest.fixture
-    def base(self, tmp_path):
+    def base(self, tmp_path, sqlite_url):
         extra = "client_header_timeout = 2\nclient_body_timeout = 2\n"
-        with serving(tmp_path, conf(tmp_path, extra), "--workers", "2") as (base, log):
+        conf = write_conf(tmp_path, sqlite_url, extra)
+        with serving(tmp_path, conf, "--workers", "2") as (base, log):
             self.log = log
             yield base
 
@@ -206,9 +204,10 @@ class TestBounds:
         assert json.loads(answer.partition(b"\r\n\r\n")[2])["name"] == "chunked"
 
 
-def test_at_the_connection_cap_the_oldest_unfinished_connection_makes_room(tmp_path):
+def test_at_the_connection_cap_the_oldest_unfinished_connection_makes_room(tmp_path, sqlite_url):
     extra = "max_client_connections = 16\n"
-    with serving(tmp_path, conf(tmp_path, extra), "--workers", "2") as (base, log):
+    conf = write_conf(tmp_path, sqlite_url, extra)
+    with serving(tmp_path, conf, "--workers", "2") as (base, log):
         with attack(base, "trickled headers", count=100):
             time.sleep(1.5)
             seconds = [timed_get(base) for _ in range(5)]
@@ -216,14 +215,15 @@ def test_at_the_connection_cap_the_oldest_unfinished_connection_makes_room(tmp_p
         assert "to make room: 16 connections" in log.read_text()
 
 
-def test_past_the_memory_cap_the_largest_unfinished_request_is_answered_503(tmp_path):
+def test_past_the_memory_cap_the_largest_unfinished_request_is_answered_503(tmp_path, sqlite_url):
     extra = f"max_pending_request_bytes = {16 * 1024 * 1024}\n"
     head = (
         b"PUT /resource_providers/x/inventories HTTP/1.1\r\nHost: x\r\n"
         b"X-Auth-Token: admin\r\nContent-Type: application/json\r\n"
         b"Content-Length: 8000000\r\n\r\n"
     )
-    with serving(tmp_path, conf(tmp_path, extra), "--workers", "1") as (base, _log):
+    conf = write_conf(tmp_path, sqlite_url, extra)
+    with serving(tmp_path, conf, "--workers", "1") as (base, _log):
         sockets = [socket.create_connection(address(base), timeout=10) for _ in range(3)]
         try:
             for size, sock in zip((6, 7, 5), sockets, strict=True):
