@@ -53,7 +53,6 @@ import pytest
 from placement_svc.cmd import bootstrap
 from placement_svc.db import migration
 from placement_svc.http import middleware
-from tests.functional.test_slow_clients import attack
 from tests.support.databases import in_ci
 from tests.support.servers import (
     ADMIN_LATEST,
@@ -65,6 +64,7 @@ from tests.support.servers import (
     run,
     write_conf,
 )
+from tests.support.slow_clients import attack
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

@@ -18,22 +18,15 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import threading
 import time
-import urllib.parse
 import urllib.request
 
 import pytest
 
 from tests.support.servers import serving, write_conf
+from tests.support.slow_clients import FIRST, address, attack
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
-ATTACKERS = 200
-
-
-def address(base: str) -> tuple[str, int]:
-    parts = urllib.parse.urlsplit(base)
-    return parts.hostname, parts.port
 
 
 def timed_get(base: str, path: str = "/resource_providers") -> float:
@@ -43,56 +36,6 @@ def timed_get(base: str, path: str = "/resource_providers") -> float:
         assert answer.status == 200
         answer.read()
     return time.monotonic() - started
-
-
-# What each kind of attacker sends first, then again and again.
-FIRST = {
-    "trickled headers": b"GET /healthcheck HTTP/1.1\r\nHost: x\r\n",
-    "trickled body": (
-        b"POST /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n"
-        b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
-    ),
-    "idle": b"",
-    "unread answers": (
-        b"GET /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n\r\n"
-    ),
-}
-AGAIN = {
-    "trickled headers": b"X-a: b\r\n",
-    "trickled body": b" ",
-    "idle": b"",
-    "unread answers": b"",
-}
-
-
-@contextlib.contextmanager
-def attack(base: str, kind: str, count: int = ATTACKERS, every: float = 1.0):
-    """``count`` connections of ``kind``, kept going by a thread."""
-    sockets = []
-    for _ in range(count):
-        sock = socket.create_connection(address(base), timeout=10)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        if FIRST[kind]:
-            sock.sendall(FIRST[kind])
-        sockets.append(sock)
-    stop = threading.Event()
-
-    def keep_going():
-        while not stop.wait(every):
-            for sock in sockets:
-                with contextlib.suppress(OSError):
-                    if AGAIN[kind]:
-                        sock.send(AGAIN[kind])
-
-    thread = threading.Thread(target=keep_going, daemon=True)
-    thread.start()
-    try:
-        yield sockets
-    finally:
-        stop.set()
-        thread.join()
-        for sock in sockets:
-            sock.close()
 
 
 @pytest.mark.parametrize("kind", sorted(FIRST))
