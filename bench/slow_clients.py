@@ -26,12 +26,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -39,23 +37,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
-FIRST = {
-    "none": None,
-    "trickled headers": b"GET /healthcheck HTTP/1.1\r\nHost: x\r\n",
-    "trickled body": (
-        b"POST /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n"
-        b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
-    ),
-    "idle": b"",
-    "unread answers": b"GET /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n\r\n",
-}
-AGAIN = {"trickled headers": b"X-a: b\r\n", "trickled body": b" "}
+sys.path.insert(0, str(ROOT))
+# The attackers of tests/functional/test_slow_clients.py, and its free_port.
+from tests.support.servers import free_port  # noqa: E402
+from tests.support.slow_clients import FIRST, attack  # noqa: E402
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# "none": the same requests without attackers, for comparison.
+KINDS = ("none", *FIRST)
 
 
 @contextlib.contextmanager
@@ -80,36 +68,6 @@ def server(argv, env, port: int):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-@contextlib.contextmanager
-def attack(port: int, kind: str, count: int):
-    sockets = []
-    if FIRST[kind] is not None:
-        for _ in range(count):
-            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            if FIRST[kind]:
-                sock.sendall(FIRST[kind])
-            sockets.append(sock)
-    stop = threading.Event()
-
-    def keep_going():
-        while not stop.wait(1.0):
-            for sock in sockets:
-                with contextlib.suppress(OSError):
-                    if kind in AGAIN:
-                        sock.send(AGAIN[kind])
-
-    thread = threading.Thread(target=keep_going, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-        for sock in sockets:
-            sock.close()
 
 
 def normal_requests(port: int, count: int) -> tuple[list[float], str]:
@@ -175,10 +133,16 @@ def main() -> None:
         print(f"{args.attackers} attacking connections, {args.requests} normal requests each")
         print(f"{'server':34} {'attackers':18} {'median ms':>10} {'max ms':>10} {'no answer':>10}")
         for name, argv in setups.items():
-            for kind in FIRST:
+            for kind in KINDS:
                 port = free_port()
+                base = f"http://127.0.0.1:{port}"
                 with server(argv(port), env, port):
-                    with attack(port, kind, args.attackers):
+                    attackers = (
+                        contextlib.nullcontext()
+                        if kind == "none"
+                        else attack(base, kind, args.attackers)
+                    )
+                    with attackers:
                         time.sleep(2)
                         seconds, failed = normal_requests(port, args.requests)
                 median = f"{statistics.median(seconds) * 1000:.1f}" if seconds else "-"

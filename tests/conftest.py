@@ -12,6 +12,9 @@ backends with a server), parametrize ``backend`` indirectly::
 
 from __future__ import annotations
 
+import os
+import pathlib
+
 import pytest
 
 from tests.support import databases
@@ -29,15 +32,51 @@ def test_db(backend) -> databases.TestDatabase:
     return databases.fresh(backend)
 
 
+@pytest.fixture
+def sqlite_file(tmp_path) -> pathlib.Path:
+    """A SQLite database file under tmp_path, not created yet: for a test
+    that opens a database of its own there, or has a command or a server it
+    starts do so."""
+    return tmp_path / "placement.db"
+
+
+@pytest.fixture
+def sqlite_url(sqlite_file) -> str:
+    """``sqlite_file``'s URL."""
+    return f"sqlite:///{sqlite_file}"
+
+
+@pytest.fixture
+def quickstart_dir(tmp_path):
+    """A directory to run ``placement-svc`` in without a configuration file,
+    where it keeps its quick-start SQLite database (placement.sqlite). The
+    test is skipped on a machine whose /etc/placement/placement.conf the
+    command would read instead."""
+    if os.path.exists("/etc/placement/placement.conf"):
+        pytest.skip("this machine has an /etc/placement/placement.conf")
+    return tmp_path
+
+
 # The fixtures that open a database or start a database server: ``backend`` and
 # ``test_db`` here (and every fixture built on them, such as tests/integration's
-# ``db``), tests/galera's ``galera`` cluster, test_database_outage's private
-# ``postgresql`` cluster, test_secrets' ``postgresql_url``. A test that uses one,
-# directly or through another fixture, is marked ``database`` below, so that
-# ``-m "not database"`` runs the tests that need no database. (A test that
-# opens one of its own without these fixtures, such as a SQLite file under
-# tmp_path, is not marked; gabbi's tests are marked by tests/functional/gabbi_plugin.py.)
-DATABASE_FIXTURES = frozenset({"backend", "test_db", "galera", "postgresql", "postgresql_url"})
+# ``db``), ``sqlite_file``, ``sqlite_url`` and ``quickstart_dir`` here (a SQLite
+# file of the test's own), tests/galera's ``galera`` cluster,
+# test_database_outage's private ``postgresql`` cluster, test_secrets'
+# ``postgresql_url``. A test that uses one, directly or through another fixture,
+# is marked ``database`` below, so that ``-m "not database"`` runs the tests that
+# need no database. (gabbi's tests are marked by tests/functional/gabbi_plugin.py.)
+DATABASE_FIXTURES = frozenset(
+    {
+        "backend",
+        "test_db",
+        "sqlite_file",
+        "sqlite_url",
+        "quickstart_dir",
+        "galera",
+        "postgresql",
+        "postgresql_url",
+    }
+)
 
 
 def pytest_collection_modifyitems(items):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import json
-import os
 import pathlib
 import socket
 import urllib.error
@@ -63,12 +62,14 @@ class TestDatabaseCommands:
         result = run("--config-file", conf_path, "db", "version", cwd=tmp_path, check=True)
         assert result.stdout.strip() == migration.head()
 
-    def test_without_any_configuration_file_sqlite_lands_in_the_current_directory(self, tmp_path):
-        if os.path.exists("/etc/placement/placement.conf"):
-            pytest.skip("this machine has an /etc/placement/placement.conf")
-        run("db", "sync", cwd=tmp_path, check=True)
-        assert (tmp_path / "placement.sqlite").exists()
-        assert run("db", "version", cwd=tmp_path, check=True).stdout.strip() == migration.head()
+    def test_without_any_configuration_file_sqlite_lands_in_the_current_directory(
+        self, quickstart_dir
+    ):
+        run("db", "sync", cwd=quickstart_dir, check=True)
+        assert (quickstart_dir / "placement.sqlite").exists()
+        assert (
+            run("db", "version", cwd=quickstart_dir, check=True).stdout.strip() == migration.head()
+        )
 
 
 class TestServe:
@@ -82,8 +83,8 @@ class TestServe:
         assert " INFO placement_svc.requests " in log.read_text()
         assert "Traceback" not in log.read_text()
 
-    def test_two_workers_under_a_prefix(self, tmp_path):
-        conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+    def test_two_workers_under_a_prefix(self, tmp_path, sqlite_url):
+        conf_path = write_conf(tmp_path, sqlite_url)
         args = ("--workers", "2", "--prefix", "/placement")
         with serving(tmp_path, conf_path, *args, path="/placement/") as (base, log):
             statuses = {get(base + "/placement/traits", ADMIN_LATEST)[0] for _ in range(10)}
@@ -93,24 +94,24 @@ class TestServe:
             assert body["errors"][0]["status"] == 404
         assert log.read_text().count("Booting worker") == 2
 
-    def test_an_out_of_date_schema_is_refused(self, tmp_path):
-        engine = sa.create_engine(f"sqlite:///{tmp_path}/placement.db")
+    def test_an_out_of_date_schema_is_refused(self, tmp_path, sqlite_url):
+        engine = sa.create_engine(sqlite_url)
         with engine.begin() as conn:
             conn.exec_driver_sql("CREATE TABLE something_else (id INTEGER)")
         engine.dispose()
-        conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        conf_path = write_conf(tmp_path, sqlite_url)
         result = run(
             "serve", "--config-file", conf_path, "--bind", f"127.0.0.1:{free_port()}", cwd=tmp_path
         )
         assert_one_line_error(result, "run 'placement-svc db sync'")
 
-    def test_sync_on_startup_migrates_a_database_that_is_not_empty(self, tmp_path):
-        engine = sa.create_engine(f"sqlite:///{tmp_path}/placement.db")
+    def test_sync_on_startup_migrates_a_database_that_is_not_empty(self, tmp_path, sqlite_url):
+        engine = sa.create_engine(sqlite_url)
         with engine.begin() as conn:
             conn.exec_driver_sql("CREATE TABLE something_else (id INTEGER)")
         engine.dispose()
-        url = f"sqlite:///{tmp_path}/placement.db"
-        conf_path = write_conf(tmp_path, url, "[placement_database]\nsync_on_startup = true\n")
+        extra = "[placement_database]\nsync_on_startup = true\n"
+        conf_path = write_conf(tmp_path, sqlite_url, extra)
         with serving(tmp_path, conf_path) as (base, _log):
             assert get(base + "/resource_classes", ADMIN_LATEST)[0] == 200
 
@@ -207,11 +208,11 @@ class TestKeystoneWithoutAnAuthPlugin:
         assert "[keystone_authtoken] auth_type" in last
         assert "During handling" not in result.stderr
 
-    def test_an_auth_plugin_with_its_options_is_enough(self, tmp_path):
+    def test_an_auth_plugin_with_its_options_is_enough(self, tmp_path, sqlite_url):
         """www_authenticate_uri is not needed: the 401 names auth_url."""
         path = tmp_path / "placement.conf"
         path.write_text(
-            f"[placement_database]\nconnection = sqlite:///{tmp_path}/p.db\n"
+            f"[placement_database]\nconnection = {sqlite_url}\n"
             "[keystone_authtoken]\nauth_type = password\n"
             "auth_url = http://keystone.invalid/identity\n"
         )
@@ -263,8 +264,8 @@ class TestCommonOptions:
         ],
         ids=["after", "between", "before"],
     )
-    def test_config_file_anywhere_around_status_upgrade_check(self, tmp_path, args):
-        conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+    def test_config_file_anywhere_around_status_upgrade_check(self, tmp_path, sqlite_url, args):
+        conf_path = write_conf(tmp_path, sqlite_url)
         run("db", "sync", "--config-file", conf_path, cwd=tmp_path, check=True)
         result = run(*(a.format(conf=conf_path) for a in args), cwd=tmp_path, check=True)
         checks = json.loads(result.stdout)["checks"]
@@ -276,9 +277,9 @@ class TestCommonOptions:
         result = run("policy", "show", "--config-file", conf_path, cwd=tmp_path, check=True)
         assert '"placement:traits:list": "role:lister"' in result.stdout.splitlines()
 
-    def test_later_config_files_win_wherever_they_are_given(self, tmp_path):
+    def test_later_config_files_win_wherever_they_are_given(self, tmp_path, sqlite_url):
         """The first file's database has a schema, the second's has none."""
-        first = write_conf(tmp_path, f"sqlite:///{tmp_path}/first.db")
+        first = write_conf(tmp_path, sqlite_url)
         run("db", "sync", "--config-file", first, cwd=tmp_path, check=True)
         second = tmp_path / "second.conf"
         second.write_text(f"[placement_database]\nconnection = sqlite:///{tmp_path}/second.db\n")
@@ -344,14 +345,12 @@ def imports_of(path: str) -> set[str]:
 
 
 class TestWsgi:
-    def test_the_wsgi_path_loads_neither_gunicorn_nor_the_command_line(self, tmp_path):
+    def test_the_wsgi_path_loads_neither_gunicorn_nor_the_command_line(self, quickstart_dir):
         """A WSGI server pays for no command line: gunicorn stays unloaded,
         and no module of ours on the way imports argparse (oslo.config
         itself does, which is not ours to change)."""
-        if os.path.exists("/etc/placement/placement.conf"):
-            pytest.skip("this machine has an /etc/placement/placement.conf")
-        run("db", "sync", cwd=tmp_path, check=True)  # the quick-start SQLite file
-        output = python_output("-c", WSGI_MODULES, cwd=tmp_path)
+        run("db", "sync", cwd=quickstart_dir, check=True)  # the quick-start SQLite file
+        output = python_output("-c", WSGI_MODULES, cwd=quickstart_dir)
         loaded = json.loads(output.splitlines()[-1])
         assert loaded["gunicorn"] is False
         assert "placement_svc.cmd.bootstrap" in loaded["ours"]
@@ -359,14 +358,14 @@ class TestWsgi:
         for name, path in loaded["ours"].items():
             assert not imports_of(path) & {"argparse", "gunicorn"}, name
 
-    def test_the_application_reads_os_placement_config_dir(self, tmp_path):
-        conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+    def test_the_application_reads_os_placement_config_dir(self, tmp_path, sqlite_url):
+        conf_path = write_conf(tmp_path, sqlite_url)
         run("db", "sync", "--config-file", conf_path, cwd=tmp_path, check=True)
         env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
         assert python_output("-c", WSGI_REQUEST, cwd=tmp_path, env=env).strip() == "200 OK True"
 
-    def test_the_application_wants_a_synced_database(self, tmp_path):
-        write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+    def test_the_application_wants_a_synced_database(self, tmp_path, sqlite_url):
+        write_conf(tmp_path, sqlite_url)
         result = import_wsgi(tmp_path)
         assert result.returncode != 0
         assert "run 'placement-svc db sync'" in result.stderr
@@ -529,10 +528,11 @@ def api_message(client, command: str, query: str) -> str:
 
 class TestCandidatesCommandErrors:
     @pytest.mark.parametrize("command, query", BAD_QUERIES)
-    def test_a_bad_query_is_one_line_with_the_apis_message(self, tmp_path, command, query):
-        url = f"sqlite:///{tmp_path}/placement.db"
-        conf_path = write_conf(tmp_path, url)
-        engine = create_engine(url)
+    def test_a_bad_query_is_one_line_with_the_apis_message(
+        self, tmp_path, sqlite_url, command, query
+    ):
+        conf_path = write_conf(tmp_path, sqlite_url)
+        engine = create_engine(sqlite_url)
         migration.sync(engine)
         message = api_message(candidates_client(Database(engine)), command, query)
         engine.dispose()

@@ -53,7 +53,6 @@ import pytest
 from placement_svc.cmd import bootstrap
 from placement_svc.db import migration
 from placement_svc.http import middleware
-from tests.functional.test_slow_clients import attack
 from tests.support.databases import in_ci
 from tests.support.servers import (
     ADMIN_LATEST,
@@ -65,6 +64,7 @@ from tests.support.servers import (
     run,
     write_conf,
 )
+from tests.support.slow_clients import attack
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -167,7 +167,7 @@ class TestSystemdUnit:
         assert UNIT["ProtectSystem"] == ["strict"]
         assert UNIT["CapabilityBoundingSet"] == [""]
 
-    def test_exec_start_serves_under_the_units_seccomp_filters(self, tmp_path):
+    def test_exec_start_serves_under_the_units_seccomp_filters(self, tmp_path, sqlite_url):
         """The unit's ExecStart (its program, config file and address
         replaced) runs under confine.py, which loads the seccomp filters
         systemd derives from the unit: a system call outside
@@ -188,7 +188,7 @@ class TestSystemdUnit:
         if os.geteuid() == 0:
             spec["allow"].append("fchown")
         port = free_port()
-        conf = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        conf = write_conf(tmp_path, sqlite_url)
         argv = substitute(
             shlex.split(UNIT["ExecStart"][0]),
             {
@@ -468,7 +468,9 @@ class TestContainerfile:
         assert kept == copied
 
     @pytest.mark.slow
-    def test_the_build_stage_makes_a_wheel_with_every_module_and_migration(self, tmp_path):
+    def test_the_build_stage_makes_a_wheel_with_every_module_and_migration(
+        self, tmp_path, sqlite_url
+    ):
         """The build stage's COPY and RUN, run here: the files copied into a
         directory of their own, then its ``pip wheel`` (pip in an isolated
         environment with setuptools from PyPI, as in the image). Installed
@@ -493,7 +495,7 @@ class TestContainerfile:
         site = tmp_path / "site"
         install = [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet"]
         subprocess.run([*install, "--target", str(site), str(wheel)], check=True, timeout=120)
-        conf = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        conf = write_conf(tmp_path, sqlite_url)
         env = dict(environment(tmp_path), PYTHONPATH=str(site))
 
         def from_the_wheel(*args) -> str:
@@ -508,12 +510,12 @@ class TestContainerfile:
         version = run("db", "version", "--config-file", conf, cwd=tmp_path, check=True)
         assert version.stdout.strip() == migration.head()
 
-    def test_the_entry_point_serves_and_the_healthcheck_passes(self, tmp_path):
+    def test_the_entry_point_serves_and_the_healthcheck_passes(self, tmp_path, sqlite_url):
         """ENTRYPOINT + CMD from this virtualenv's bin/, the mounted config
         file a SQLite one in tmp_path, the address a free port on the
         loopback; then the HEALTHCHECK's command, python this virtualenv's."""
         port = free_port()
-        conf = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+        conf = write_conf(tmp_path, sqlite_url)
         argv = json.loads(final("ENTRYPOINT")) + json.loads(final("CMD"))
         argv = substitute(
             argv,
@@ -610,17 +612,17 @@ print(answer["status"], "HW_CPU_X86_AVX2" in json.loads(body)["traits"])
 """
 
 
-def wsgi_answer(tmp_path, load: str, config_dir: pathlib.Path) -> str:
+def wsgi_answer(tmp_path, url: str, load: str, config_dir: pathlib.Path) -> str:
     """What the application ``load`` makes answers GET /traits, in a new
-    process with OS_PLACEMENT_CONFIG_DIR as given, after db sync."""
-    conf = write_conf(config_dir, f"sqlite:///{tmp_path}/placement.db")
+    process with OS_PLACEMENT_CONFIG_DIR as given, after db sync of ``url``."""
+    conf = write_conf(config_dir, url)
     run("db", "sync", "--config-file", conf, cwd=tmp_path, check=True)
     env = dict(environment(tmp_path), OS_PLACEMENT_CONFIG_DIR=str(config_dir))
     return python_output("-c", WSGI_GET_ROOT.format(load=load), cwd=tmp_path, env=env).strip()
 
 
 class TestWsgiServers:
-    def test_the_uwsgi_ini_names_an_application_that_answers(self, tmp_path):
+    def test_the_uwsgi_ini_names_an_application_that_answers(self, tmp_path, sqlite_url):
         ini = configparser.ConfigParser(interpolation=None, strict=True)
         ini.read(DEPLOY / "uwsgi.ini")
         uwsgi = ini["uwsgi"]
@@ -632,12 +634,12 @@ class TestWsgiServers:
         # The largest packet uWSGI makes: URLs up to about 32 KB (uwsgi.ini).
         assert uwsgi["buffer-size"] == "65535"
         load = f"import importlib; application = importlib.import_module({module!r}).{attribute}"
-        assert wsgi_answer(tmp_path, load, tmp_path) == "200 OK True"
+        assert wsgi_answer(tmp_path, sqlite_url, load, tmp_path) == "200 OK True"
 
-    def test_the_mod_wsgi_script_makes_an_application_that_answers(self, tmp_path):
+    def test_the_mod_wsgi_script_makes_an_application_that_answers(self, tmp_path, sqlite_url):
         script = DEPLOY / "placement-api.wsgi"
         load = f"import runpy; application = runpy.run_path({str(script)!r})['application']"
-        assert wsgi_answer(tmp_path, load, tmp_path) == "200 OK True"
+        assert wsgi_answer(tmp_path, sqlite_url, load, tmp_path) == "200 OK True"
 
     def test_the_mod_wsgi_script_reads_etc_placement_by_default(self, tmp_path):
         probe = (

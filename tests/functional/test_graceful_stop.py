@@ -161,12 +161,9 @@ def refused(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
-def test_sigterm_answers_every_request_already_accepted(tmp_path):
-    database = tmp_path / "placement.db"
+def test_sigterm_answers_every_request_already_accepted(tmp_path, sqlite_file, sqlite_url):
     metrics_port = free_port()
-    conf_path = write_conf(
-        tmp_path, f"sqlite:///{database}", f"[metrics]\nlisten = 127.0.0.1:{metrics_port}\n"
-    )
+    conf_path = write_conf(tmp_path, sqlite_url, f"[metrics]\nlisten = 127.0.0.1:{metrics_port}\n")
     args = ("--workers", "2", "--graceful-timeout", "20")
     with started(tmp_path, conf_path, *args) as (server, base, log):
         wide_hosts(base)
@@ -175,7 +172,7 @@ def test_sigterm_answers_every_request_already_accepted(tmp_path):
         stream = Sent(base, "GET", f"/allocation_candidates?{QUERY}", receive_buffer=16384)
         assert stream.headers().status == 200
         assert stream.headers().getheader("Content-Length") is None  # streamed
-        with write_lock(database):
+        with write_lock(sqlite_file):
             # ...the other waiting for the write lock, the rest queued.
             writes = [Sent(base, "PUT", f"/traits/CUSTOM_GRACEFUL_{i}") for i in range(6)]
             reads = [Sent(base, "GET", "/resource_classes") for _ in range(4)]
@@ -195,19 +192,18 @@ def test_sigterm_answers_every_request_already_accepted(tmp_path):
         text = log.read_text()
     assert took < 10, f"exited {took:.1f} s after SIGTERM"
     expected = sorted(f"CUSTOM_GRACEFUL_{i}" for i in range(6))
-    assert traits_named(database, "CUSTOM_GRACEFUL_") == expected
+    assert traits_named(sqlite_file, "CUSTOM_GRACEFUL_") == expected
     assert text.count("Worker exiting") == 2
     assert "Traceback" not in text and " ERROR " not in text, text
     assert not pathlib.Path(metrics_directory).exists()
     assert refused(metrics_port)
 
 
-def test_a_request_running_past_the_graceful_timeout_is_cut(tmp_path):
-    database = tmp_path / "placement.db"
-    conf_path = write_conf(tmp_path, f"sqlite:///{database}")
+def test_a_request_running_past_the_graceful_timeout_is_cut(tmp_path, sqlite_file, sqlite_url):
+    conf_path = write_conf(tmp_path, sqlite_url)
     args = ("--workers", "2", "--graceful-timeout", "1")
     with started(tmp_path, conf_path, *args) as (server, base, _log):
-        with write_lock(database):
+        with write_lock(sqlite_file):
             stuck = [Sent(base, "PUT", f"/traits/CUSTOM_CUT_{i}") for i in range(3)]
             time.sleep(0.3)
             server.send_signal(signal.SIGTERM)
@@ -218,7 +214,7 @@ def test_a_request_running_past_the_graceful_timeout_is_cut(tmp_path):
                 with pytest.raises((http.client.HTTPException, ConnectionError)):
                     sent.answer()
     assert 0.9 < took < 6, f"exited {took:.1f} s after SIGTERM"
-    assert traits_named(database, "CUSTOM_CUT_") == []  # nothing half-written
+    assert traits_named(sqlite_file, "CUSTOM_CUT_") == []  # nothing half-written
 
 
 def test_the_graceful_timeout_is_a_whole_number_of_seconds(tmp_path):

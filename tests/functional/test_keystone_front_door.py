@@ -15,7 +15,7 @@ from placement_svc.db.engine import Database, create_engine
 from tests.support import fixtures
 
 
-def _client(tmp_path, **authtoken):
+def _client(url: str, **authtoken):
     conf = fixtures.make_conf()
     conf.set_override("auth_strategy", "keystone", group="api")
     # What an operator's [keystone_authtoken] would say; never contacted here.
@@ -26,27 +26,27 @@ def _client(tmp_path, **authtoken):
     )
     for name, value in authtoken.items():
         conf.set_override(name, value, group="keystone_authtoken")
-    engine = create_engine(f"sqlite:///{tmp_path}/k.db")
+    engine = create_engine(url)
     migration.sync(engine)
     application = app.create_app(conf, Database(engine))
     return httpx.Client(transport=httpx.WSGITransport(app=application), base_url="http://p")
 
 
-def test_root_is_served_without_a_token(tmp_path):
-    answer = _client(tmp_path).get("/")
+def test_root_is_served_without_a_token(sqlite_url):
+    answer = _client(sqlite_url).get("/")
     assert answer.status_code == 200
     assert answer.json()["versions"][0]["max_version"] == "1.47"
 
 
-def test_other_paths_need_a_keystone_token(tmp_path):
-    client = _client(tmp_path)
+def test_other_paths_need_a_keystone_token(sqlite_url):
+    client = _client(sqlite_url)
     for path in ("/traits", "/resource_providers", "/allocation_candidates"):
         answer = client.get(path, headers={"openstack-api-version": "placement latest"})
         assert answer.status_code == 401, path
         assert answer.headers["www-authenticate"] == 'Keystone uri="http://keystone.test/identity"'
 
 
-def test_keystone_tokens_carry_roles_and_project_into_policy(tmp_path):
+def test_keystone_tokens_carry_roles_and_project_into_policy(sqlite_url):
     """Token validation faked with keystonemiddleware's own fixture: the roles
     and project of a valid token decide what policy allows; an unknown token
     is a 401."""
@@ -62,7 +62,7 @@ def test_keystone_tokens_carry_roles_and_project_into_policy(tmp_path):
             project_id="p-reader",
             role_list=["reader", "member"],
         )
-        client = _client(tmp_path)
+        client = _client(sqlite_url)
         latest = {"openstack-api-version": "placement latest"}
 
         def call(method, path, token, **kwargs):
@@ -83,7 +83,7 @@ def test_keystone_tokens_carry_roles_and_project_into_policy(tmp_path):
         assert call("GET", "/traits", "no-such-token").status_code == 401
 
 
-def test_a_memcached_token_cache_is_usable_with_the_keystone_extra(tmp_path):
+def test_a_memcached_token_cache_is_usable_with_the_keystone_extra(sqlite_url):
     """[keystone_authtoken] memcached_servers makes auth_token import
     python-memcached on the first token it checks; the keystone extra brings
     it. An unreachable memcached is a cache miss, not an error."""
@@ -93,7 +93,7 @@ def test_a_memcached_token_cache_is_usable_with_the_keystone_extra(tmp_path):
         tokens.add_token_data(
             token_id="admin-token", user_id="u-admin", project_id="p-admin", role_list=["admin"]
         )
-        client = _client(tmp_path, memcached_servers=["127.0.0.1:1"])
+        client = _client(sqlite_url, memcached_servers=["127.0.0.1:1"])
         answer = client.get(
             "/traits",
             headers={"openstack-api-version": "placement latest", "x-auth-token": "admin-token"},

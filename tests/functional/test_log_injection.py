@@ -13,8 +13,7 @@ from __future__ import annotations
 import http.client
 import urllib.parse
 
-from tests.functional.test_logging import conf_with
-from tests.support.servers import serving
+from tests.support.servers import serving, write_conf
 
 
 def send(base: str, path: str, headers: dict | None = None) -> tuple[int, str]:
@@ -38,9 +37,9 @@ def the_line(lines: list[str], request_id: str) -> str:
     return line
 
 
-def test_controls_from_a_request_are_escaped_in_the_log_file(tmp_path):
+def test_controls_from_a_request_are_escaped_in_the_log_file(tmp_path, sqlite_url):
     log_file = tmp_path / "placement.log"
-    conf = conf_with(tmp_path, f"log_file = {log_file}\n")
+    conf = write_conf(tmp_path, sqlite_url, f"[DEFAULT]\nlog_file = {log_file}\n")
     with serving(tmp_path, conf) as (base, _stderr):
         newline = send(base, "/x%0aFAKE%20LINE")
         nul = send(base, "/y%00z?q=%00")

@@ -32,9 +32,9 @@ CONTEXT_LINE = re.compile(
 )
 
 
-def conf_with(tmp_path, defaults: str = "") -> str:
-    """A placement.conf on SQLite, noauth2, with these [DEFAULT] lines."""
-    return write_conf(tmp_path, f"sqlite:///{tmp_path}/p.db", f"[DEFAULT]\n{defaults}")
+def conf_with(tmp_path, url: str, defaults: str = "") -> str:
+    """A placement.conf on ``url``, noauth2, with these [DEFAULT] lines."""
+    return write_conf(tmp_path, url, f"[DEFAULT]\n{defaults}")
 
 
 def ask(base: str, global_id: str | None) -> str:
@@ -48,9 +48,9 @@ def ask(base: str, global_id: str | None) -> str:
         return answer.headers["x-openstack-request-id"]
 
 
-def test_log_file_and_debug_with_the_global_request_id(tmp_path):
+def test_log_file_and_debug_with_the_global_request_id(tmp_path, sqlite_url):
     log_file = tmp_path / "placement.log"
-    conf = conf_with(tmp_path, f"log_file = {log_file}\ndebug = true\n")
+    conf = conf_with(tmp_path, sqlite_url, f"log_file = {log_file}\ndebug = true\n")
     with serving(tmp_path, conf) as (base, stderr):
         local = ask(base, GLOBAL)
         other = ask(base, "req-not-a-uuid")
@@ -63,9 +63,9 @@ def test_log_file_and_debug_with_the_global_request_id(tmp_path):
     assert "placement_svc.requests" not in stderr.read_text()  # the file, not stderr too
 
 
-def test_use_json_records_carry_both_request_ids(tmp_path):
+def test_use_json_records_carry_both_request_ids(tmp_path, sqlite_url):
     log_file = tmp_path / "placement.json"
-    conf = conf_with(tmp_path, f"log_file = {log_file}\nuse_json = true\n")
+    conf = conf_with(tmp_path, sqlite_url, f"log_file = {log_file}\nuse_json = true\n")
     with serving(tmp_path, conf) as (base, _stderr):
         local = ask(base, GLOBAL)
     records = [json.loads(line) for line in log_file.read_text().splitlines()]
@@ -76,7 +76,7 @@ def test_use_json_records_carry_both_request_ids(tmp_path):
     assert line["message"].startswith('127.0.0.1 "GET /resource_providers" status: 200 ')
 
 
-def test_log_config_append_hands_logging_to_the_operators_file(tmp_path):
+def test_log_config_append_hands_logging_to_the_operators_file(tmp_path, sqlite_url):
     log_file = tmp_path / "own.log"
     (tmp_path / "logging.ini").write_text(
         "[loggers]\nkeys = root\n[handlers]\nkeys = file\n[formatters]\nkeys = plain\n"
@@ -84,7 +84,7 @@ def test_log_config_append_hands_logging_to_the_operators_file(tmp_path):
         f"[handler_file]\nclass = FileHandler\nformatter = plain\nargs = ('{log_file}',)\n"
         "[formatter_plain]\nformat = OWN %(levelname)s %(name)s %(message)s\n"
     )
-    conf = conf_with(tmp_path, f"log_config_append = {tmp_path / 'logging.ini'}\n")
+    conf = conf_with(tmp_path, sqlite_url, f"log_config_append = {tmp_path / 'logging.ini'}\n")
     with serving(tmp_path, conf) as (base, _stderr):
         ask(base, None)
     assert any(
@@ -93,8 +93,8 @@ def test_log_config_append_hands_logging_to_the_operators_file(tmp_path):
     )
 
 
-def test_without_a_destination_lines_go_to_stderr_and_db_sync_is_quiet(tmp_path):
-    conf = conf_with(tmp_path)
+def test_without_a_destination_lines_go_to_stderr_and_db_sync_is_quiet(tmp_path, sqlite_url):
+    conf = conf_with(tmp_path, sqlite_url)
     synced = subprocess.run(
         [*CLI, "--config-file", conf, "db", "sync"],
         cwd=tmp_path,
@@ -111,9 +111,9 @@ def test_without_a_destination_lines_go_to_stderr_and_db_sync_is_quiet(tmp_path)
     ]
 
 
-def test_the_wsgi_entry_point_reads_the_same_options(tmp_path):
+def test_the_wsgi_entry_point_reads_the_same_options(tmp_path, sqlite_url):
     log_file = tmp_path / "wsgi.log"
-    conf = conf_with(tmp_path, f"log_file = {log_file}\n")
+    conf = conf_with(tmp_path, sqlite_url, f"log_file = {log_file}\n")
     env = environment(tmp_path)
     subprocess.run([*CLI, "--config-file", conf, "db", "sync"], cwd=tmp_path, env=env, check=True)
     port = free_port()

@@ -35,15 +35,13 @@ def _served_by(log) -> set[str]:
     )
 
 
-def test_one_scrape_counts_the_requests_of_every_worker(tmp_path, monkeypatch):
+def test_one_scrape_counts_the_requests_of_every_worker(tmp_path, sqlite_url, monkeypatch):
     shared = tmp_path / "metrics"
     shared.mkdir()
     (shared / "counter_1.db").write_bytes(b"an earlier run's counts")
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(shared))
     private = f"127.0.0.1:{free_port()}"
-    conf = write_conf(
-        tmp_path, f"sqlite:///{tmp_path}/placement.sqlite", f"[metrics]\nlisten = {private}\n"
-    )
+    conf = write_conf(tmp_path, sqlite_url, f"[metrics]\nlisten = {private}\n")
     with serving(tmp_path, conf, "--workers", "2") as (base, log):
         made = 0
         while len(_served_by(log.read_text())) < 2:

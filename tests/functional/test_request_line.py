@@ -19,8 +19,7 @@ import urllib.request
 
 from placement_svc.cmd import framing
 from placement_svc.http import middleware
-from tests.functional.test_logging import conf_with
-from tests.support.servers import serving
+from tests.support.servers import serving, write_conf
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
 
@@ -48,8 +47,8 @@ def raw_answer(base: str, line: bytes, more: int = 0) -> tuple[float, bytes]:
     return time.monotonic() - started, answer
 
 
-def test_a_ten_megabyte_request_line_is_refused_before_it_is_read(tmp_path):
-    conf = conf_with(tmp_path)
+def test_a_ten_megabyte_request_line_is_refused_before_it_is_read(tmp_path, sqlite_url):
+    conf = write_conf(tmp_path, sqlite_url)
     with serving(tmp_path, conf) as (base, _log):
         seconds, answer = raw_answer(base, b"GET /" + b"a" * 1024, more=10 * 1024 * 1024)
         head, _sep, body = answer.partition(b"\r\n\r\n")
@@ -68,8 +67,8 @@ def test_a_ten_megabyte_request_line_is_refused_before_it_is_read(tmp_path):
         assert time.monotonic() - started < 2
 
 
-def test_urls_up_to_the_applications_limit_still_reach_it(tmp_path):
-    conf = conf_with(tmp_path)
+def test_urls_up_to_the_applications_limit_still_reach_it(tmp_path, sqlite_url):
+    conf = write_conf(tmp_path, sqlite_url)
     with serving(tmp_path, conf) as (base, _log):
         # name= up to the limit: the application answers (400: no such name
         # is too long to be valid, but it is the application's answer)
@@ -86,8 +85,10 @@ def test_urls_up_to_the_applications_limit_still_reach_it(tmp_path):
         assert "longer than 40960 characters" in json.loads(body)["errors"][0]["detail"]
 
 
-def test_the_limits_are_options(tmp_path):
-    conf = conf_with(tmp_path, "[api]\nmax_request_line = 5000\nmax_header_fields = 5\n")
+def test_the_limits_are_options(tmp_path, sqlite_url):
+    conf = write_conf(
+        tmp_path, sqlite_url, "[api]\nmax_request_line = 5000\nmax_header_fields = 5\n"
+    )
     with serving(tmp_path, conf) as (base, _log):
         line = "GET /?" + "x" * 5000 + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
         _seconds, answer = raw_answer(base, line.encode())

@@ -220,8 +220,8 @@ def fuzz(document_url: str, config: pathlib.Path, cwd) -> subprocess.CompletedPr
 
 
 @pytest.mark.slow
-def test_schemathesis_finds_nothing_in_the_live_service(tmp_path):
-    conf_path = write_conf(tmp_path, f"sqlite:///{tmp_path}/placement.db")
+def test_schemathesis_finds_nothing_in_the_live_service(tmp_path, sqlite_url):
+    conf_path = write_conf(tmp_path, sqlite_url)
     with serving(tmp_path, conf_path) as (base, log):
         build_cloud(base)
         config = write_config(tmp_path)

@@ -166,11 +166,11 @@ class TestReachable:
         assert "not initialised" in result.stderr
         assert_no_secret(result.stdout, result.stderr)
 
-    def test_serve_on_sqlite_with_a_password_in_the_query(self, tmp_path):
-        url = f"sqlite:///{tmp_path}/placement.db?password={QUERY_SECRET}"
+    def test_serve_on_sqlite_with_a_password_in_the_query(self, tmp_path, sqlite_url):
+        url = f"{sqlite_url}?password={QUERY_SECRET}"
         conf_path = write_conf(tmp_path, url)
         with serving(tmp_path, conf_path) as (base, log):
             assert get(base + "/traits", ADMIN_LATEST)[0] == 200
         written = log.read_text()
-        assert f"database sqlite:///{tmp_path}/placement.db?password=***," in written
+        assert f"database {sqlite_url}?password=***," in written
         assert_no_secret(written)

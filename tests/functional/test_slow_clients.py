@@ -18,26 +18,15 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import threading
 import time
-import urllib.parse
 import urllib.request
 
 import pytest
 
 from tests.support.servers import serving, write_conf
+from tests.support.slow_clients import FIRST, address, attack
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
-ATTACKERS = 200
-
-
-def conf(tmp_path, extra: str = "") -> str:
-    return write_conf(tmp_path, f"sqlite:///{tmp_path}/p.db", extra)
-
-
-def address(base: str) -> tuple[str, int]:
-    parts = urllib.parse.urlsplit(base)
-    return parts.hostname, parts.port
 
 
 def timed_get(base: str, path: str = "/resource_providers") -> float:
@@ -49,59 +38,10 @@ def timed_get(base: str, path: str = "/resource_providers") -> float:
     return time.monotonic() - started
 
 
-# What each kind of attacker sends first, then again and again.
-FIRST = {
-    "trickled headers": b"GET /healthcheck HTTP/1.1\r\nHost: x\r\n",
-    "trickled body": (
-        b"POST /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n"
-        b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
-    ),
-    "idle": b"",
-    "unread answers": (
-        b"GET /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n\r\n"
-    ),
-}
-AGAIN = {
-    "trickled headers": b"X-a: b\r\n",
-    "trickled body": b" ",
-    "idle": b"",
-    "unread answers": b"",
-}
-
-
-@contextlib.contextmanager
-def attack(base: str, kind: str, count: int = ATTACKERS, every: float = 1.0):
-    """``count`` connections of ``kind``, kept going by a thread."""
-    sockets = []
-    for _ in range(count):
-        sock = socket.create_connection(address(base), timeout=10)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        if FIRST[kind]:
-            sock.sendall(FIRST[kind])
-        sockets.append(sock)
-    stop = threading.Event()
-
-    def keep_going():
-        while not stop.wait(every):
-            for sock in sockets:
-                with contextlib.suppress(OSError):
-                    if AGAIN[kind]:
-                        sock.send(AGAIN[kind])
-
-    thread = threading.Thread(target=keep_going, daemon=True)
-    thread.start()
-    try:
-        yield sockets
-    finally:
-        stop.set()
-        thread.join()
-        for sock in sockets:
-            sock.close()
-
-
 @pytest.mark.parametrize("kind", sorted(FIRST))
-def test_two_hundred_slow_connections_do_not_hold_the_workers(tmp_path, kind):
-    with serving(tmp_path, conf(tmp_path), "--workers", "2") as (base, _log):
+def test_two_hundred_slow_connections_do_not_hold_the_workers(tmp_path, sqlite_url, kind):
+    conf = write_conf(tmp_path, sqlite_url)
+    with serving(tmp_path, conf, "--workers", "2") as (base, _log):
         with attack(base, kind):
             time.sleep(1.5)  # every attacker has been accepted and has sent again
             seconds = [timed_get(base) for _ in range(10)]
@@ -131,9 +71,10 @@ def json_error(answer: bytes) -> tuple[str, dict]:
 
 class TestBounds:
     @pytest.fixture
-    def base(self, tmp_path):
+    def base(self, tmp_path, sqlite_url):
         extra = "client_header_timeout = 2\nclient_body_timeout = 2\n"
-        with serving(tmp_path, conf(tmp_path, extra), "--workers", "2") as (base, log):
+        conf = write_conf(tmp_path, sqlite_url, extra)
+        with serving(tmp_path, conf, "--workers", "2") as (base, log):
             self.log = log
             yield base
 
@@ -206,9 +147,10 @@ class TestBounds:
         assert json.loads(answer.partition(b"\r\n\r\n")[2])["name"] == "chunked"
 
 
-def test_at_the_connection_cap_the_oldest_unfinished_connection_makes_room(tmp_path):
+def test_at_the_connection_cap_the_oldest_unfinished_connection_makes_room(tmp_path, sqlite_url):
     extra = "max_client_connections = 16\n"
-    with serving(tmp_path, conf(tmp_path, extra), "--workers", "2") as (base, log):
+    conf = write_conf(tmp_path, sqlite_url, extra)
+    with serving(tmp_path, conf, "--workers", "2") as (base, log):
         with attack(base, "trickled headers", count=100):
             time.sleep(1.5)
             seconds = [timed_get(base) for _ in range(5)]
@@ -216,14 +158,15 @@ def test_at_the_connection_cap_the_oldest_unfinished_connection_makes_room(tmp_p
         assert "to make room: 16 connections" in log.read_text()
 
 
-def test_past_the_memory_cap_the_largest_unfinished_request_is_answered_503(tmp_path):
+def test_past_the_memory_cap_the_largest_unfinished_request_is_answered_503(tmp_path, sqlite_url):
     extra = f"max_pending_request_bytes = {16 * 1024 * 1024}\n"
     head = (
         b"PUT /resource_providers/x/inventories HTTP/1.1\r\nHost: x\r\n"
         b"X-Auth-Token: admin\r\nContent-Type: application/json\r\n"
         b"Content-Length: 8000000\r\n\r\n"
     )
-    with serving(tmp_path, conf(tmp_path, extra), "--workers", "1") as (base, _log):
+    conf = write_conf(tmp_path, sqlite_url, extra)
+    with serving(tmp_path, conf, "--workers", "1") as (base, _log):
         sockets = [socket.create_connection(address(base), timeout=10) for _ in range(3)]
         try:
             for size, sock in zip((6, 7, 5), sockets, strict=True):

@@ -118,9 +118,8 @@ def test_an_out_of_date_schema_fails_and_says_to_run_db_sync(tmp_path, test_db):
     assert all(results[name] == (SUCCESS, None) for name in CHECKS[1:])
 
 
-def test_an_empty_database_fails_and_the_data_checks_are_not_run(tmp_path):
-    url = f"sqlite:///{tmp_path}/empty.db"
-    status, results = check(tmp_path, url)
+def test_an_empty_database_fails_and_the_data_checks_are_not_run(tmp_path, sqlite_url):
+    status, results = check(tmp_path, sqlite_url)
     assert status == FAILURE
     assert results["Database Schema"][0] == FAILURE
     assert "no placement schema" in results["Database Schema"][1]

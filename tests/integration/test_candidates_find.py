@@ -21,6 +21,7 @@ from microversion_parse import Version
 from placement_svc.candidates.find import Settings, find
 from placement_svc.candidates.model import UnknownNames
 from placement_svc.db import tables
+from tests.support.cloud_rows import Cloud, uuid_of
 from tests.unit.test_candidates_merge import LATEST, ask
 
 CLASSES = {"VCPU": 0, "MEMORY_MB": 1, "DISK_GB": 2}
@@ -28,87 +29,12 @@ SHARING = "MISC_SHARES_VIA_AGGREGATE"
 AGG = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 
 
-def uuid_of(name: str) -> str:
-    return f"00000000-0000-4000-8000-{name.encode().hex()[:12]:0>12}"
-
-
-class Cloud:
-    """Providers written straight into the tables."""
-
-    def __init__(self, conn):
-        self.conn = conn
-        self.ids: dict[str, int] = {}
-        for name, rc_id in CLASSES.items():
-            self._insert(tables.resource_classes, id=rc_id, name=name)
-
-    def _insert(self, table, **values) -> int:
-        return self.conn.execute(table.insert().values(**values)).inserted_primary_key[0]
-
-    def provider(self, name, parent=None, inventory=None, traits=(), aggregates=(), used=None):
-        pid = self._insert(tables.resource_providers, uuid=uuid_of(name), name=name)
-        parent_id = self.ids.get(parent)
-        root_id = pid if parent is None else self._root_of(parent_id)
-        self.conn.execute(
-            tables.resource_providers.update()
-            .where(tables.resource_providers.c.id == pid)
-            .values(root_provider_id=root_id, parent_provider_id=parent_id)
-        )
-        self.ids[name] = pid
-        for rc, total in (inventory or {}).items():
-            self._insert(
-                tables.inventories,
-                resource_provider_id=pid,
-                resource_class_id=CLASSES[rc],
-                total=total,
-                reserved=0,
-                min_unit=1,
-                max_unit=total,
-                step_size=1,
-                allocation_ratio=1.0,
-            )
-        for rc, amount in (used or {}).items():
-            self._insert(
-                tables.allocations,
-                resource_provider_id=pid,
-                consumer_id=uuid_of("consumer"),
-                resource_class_id=CLASSES[rc],
-                used=amount,
-            )
-        for trait in traits:
-            self._insert(
-                tables.resource_provider_traits,
-                resource_provider_id=pid,
-                trait_id=self._trait(trait),
-            )
-        for aggregate in aggregates:
-            self._insert(
-                tables.resource_provider_aggregates,
-                resource_provider_id=pid,
-                aggregate_id=self._aggregate(aggregate),
-            )
-        return pid
-
-    def _root_of(self, pid: int) -> int:
-        rp = tables.resource_providers
-        return self.conn.execute(sa.select(rp.c.root_provider_id).where(rp.c.id == pid)).scalar()
-
-    def _trait(self, name: str) -> int:
-        table = tables.traits
-        found = self.conn.execute(sa.select(table.c.id).where(table.c.name == name)).scalar()
-        return found if found is not None else self._insert(table, name=name)
-
-    def _aggregate(self, aggregate: str) -> int:
-        table = tables.placement_aggregates
-        found = self.conn.execute(sa.select(table.c.id).where(table.c.uuid == aggregate)).scalar()
-        return found if found is not None else self._insert(table, uuid=aggregate)
-
-
 @pytest.fixture
 def conn():
     engine = sa.create_engine("sqlite://")
     with engine.connect() as connection:
         tables.metadata.create_all(connection)
-        cloud = Cloud(connection)
+        cloud = Cloud(connection, CLASSES)
         # host1: all it needs itself; host2: its disk from the shared storage.
         cloud.provider(
             "host1",

@@ -84,8 +84,8 @@ def shaped(path) -> sa.engine.Engine:
 
 
 @pytest.fixture
-def engine(tmp_path):
-    engine = shaped(tmp_path / "world.db")
+def engine(sqlite_file):
+    engine = shaped(sqlite_file)
     yield engine
     engine.dispose()
 
@@ -172,14 +172,13 @@ def test_the_generation_moves_by_a_random_step(engine):
     assert len(steps) > 1
 
 
-def test_a_database_made_again_with_as_many_changes_is_read_again(tmp_path):
+def test_a_database_made_again_with_as_many_changes_is_read_again(sqlite_file):
     """A process keeps the world of a database that is then dropped and made
     again: as many changes later, its generation is another value, so the
     process reads the new shape instead of keeping the old one."""
-    path = tmp_path / "again.db"
     worlds = world.Worlds()
     for name in ("first", "second"):
-        engine = shaped(path)
+        engine = shaped(sqlite_file)
         with engine.begin() as conn:
             pid = add_provider(conn, name)
         with engine.connect() as conn:
@@ -187,7 +186,7 @@ def test_a_database_made_again_with_as_many_changes_is_read_again(tmp_path):
         assert [p.uuid for p in kept.providers.values()] == [name]
         assert kept.providers[pid].uuid == name
         engine.dispose()
-        path.unlink()
+        sqlite_file.unlink()
     assert worlds.loads == 2
 
 

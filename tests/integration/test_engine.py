@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from placement_svc import app, conf
+from placement_svc import app
 from placement_svc.db.engine import Database, create_engine, normalize_url
 from placement_svc.db.exceptions import (
     ConcurrentUpdate,
@@ -21,6 +21,7 @@ from placement_svc.db.exceptions import (
     UnstorableValue,
 )
 from placement_svc.db.retries import is_retryable, not_ready_is_a_disconnect, retry_reason
+from tests.support import fixtures
 
 
 class _MySQLError(Exception):
@@ -86,11 +87,9 @@ def test_integrity_and_syntax_errors_are_not_retryable():
     assert not is_retryable(ValueError("nope"))
 
 
-def test_write_reruns_the_whole_function_after_a_lock(tmp_path):
+def test_write_reruns_the_whole_function_after_a_lock(sqlite_url):
     retried = []
-    db = Database(
-        create_engine(f"sqlite:///{tmp_path}/t.db"), max_retries=3, on_retry=retried.append
-    )
+    db = Database(create_engine(sqlite_url), max_retries=3, on_retry=retried.append)
     calls = []
 
     def work(conn):
@@ -107,8 +106,8 @@ def test_write_reruns_the_whole_function_after_a_lock(tmp_path):
     assert retried == ["lock", "lock"]  # one report per re-run
 
 
-def test_write_gives_up_after_max_retries(tmp_path):
-    db = Database(create_engine(f"sqlite:///{tmp_path}/t.db"), max_retries=2)
+def test_write_gives_up_after_max_retries(sqlite_url):
+    db = Database(create_engine(sqlite_url), max_retries=2)
 
     def always_locked(conn):
         raise _operational(sqlite3.OperationalError("database is locked"))
@@ -142,14 +141,14 @@ def _failing(failures):
 
 
 def test_one_policy_retries_a_generation_conflict_and_a_deadlock_alike_each_to_its_budget(
-    tmp_path,
+    sqlite_url,
 ):
     """Deadlocks draw on db_max_retries, generation conflicts on
     allocation_conflict_retry_count: counted apart, both reported to on_retry,
     each run whole in a new transaction."""
     retried = []
     db = Database(
-        create_engine(f"sqlite:///{tmp_path}/t.db"),
+        create_engine(sqlite_url),
         max_retries=2,
         on_retry=retried.append,
         conflict_retries=3,
@@ -182,11 +181,9 @@ def test_one_policy_retries_a_generation_conflict_and_a_deadlock_alike_each_to_i
     assert retried == ["generation_conflict", "deadlock", "deadlock"]
 
 
-def test_a_budget_of_no_conflict_retries_answers_the_first_conflict(tmp_path):
+def test_a_budget_of_no_conflict_retries_answers_the_first_conflict(sqlite_url):
     retried = []
-    db = Database(
-        create_engine(f"sqlite:///{tmp_path}/t.db"), on_retry=retried.append, conflict_retries=0
-    )
+    db = Database(create_engine(sqlite_url), on_retry=retried.append, conflict_retries=0)
     work = _failing([ProviderChanged("0" * 32)])
     with pytest.raises(ProviderChanged):
         db.write(work)
@@ -210,10 +207,10 @@ def test_operator_urls_get_an_installed_driver(monkeypatch):
     assert normalize_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2://u@h/db"
 
 
-def test_a_value_the_database_refuses_is_reported_as_unstorable(tmp_path):
+def test_a_value_the_database_refuses_is_reported_as_unstorable(sqlite_url):
     from sqlalchemy.exc import DataError
 
-    db = Database(create_engine(f"sqlite:///{tmp_path}/t.db"))
+    db = Database(create_engine(sqlite_url))
 
     def refused(conn):
         raise DataError("stmt", {}, ValueError("A string literal cannot contain NUL"))
@@ -285,9 +282,9 @@ def test_a_galera_node_not_ready_is_its_own_reason_even_on_a_dropped_connection(
 
 
 def test_a_galera_node_not_ready_is_tried_once_more_on_a_new_connection_then_503(
-    tmp_path, monkeypatch, caplog
+    sqlite_url, monkeypatch, caplog
 ):
-    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+    engine = create_engine(sqlite_url)
     not_ready_is_a_disconnect(engine)  # create_engine's for PostgreSQL and MySQL
     raised = _fail_statements(monkeypatch, engine, _DriverError(1047, NOT_READY))
     dropped = _invalidations(engine)
@@ -306,8 +303,8 @@ def test_a_galera_node_not_ready_is_tried_once_more_on_a_new_connection_then_503
     assert "\n" not in warning
 
 
-def test_a_galera_node_ready_again_on_the_second_try_answers(tmp_path, monkeypatch, caplog):
-    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+def test_a_galera_node_ready_again_on_the_second_try_answers(sqlite_url, monkeypatch, caplog):
+    engine = create_engine(sqlite_url)
     not_ready_is_a_disconnect(engine)
     _fail_statements(monkeypatch, engine, _DriverError(1047, NOT_READY), times=1)
     retried = []
@@ -317,12 +314,12 @@ def test_a_galera_node_ready_again_on_the_second_try_answers(tmp_path, monkeypat
     assert _warnings(caplog) == []
 
 
-def test_a_deadlock_raised_by_the_commit_reruns_the_whole_transaction(tmp_path, monkeypatch):
+def test_a_deadlock_raised_by_the_commit_reruns_the_whole_transaction(sqlite_url, monkeypatch):
     """Galera reports a certification failure (a conflicting write on
     another node) as a deadlock, 1213, when the COMMIT is sent, after every
     statement succeeded: the whole function runs again, and the first
     attempt's writes, rolled back, are not there twice."""
-    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+    engine = create_engine(sqlite_url)
     with engine.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE t (x INTEGER)")
     real_commit = engine.dialect.do_commit
@@ -351,12 +348,10 @@ def test_a_deadlock_raised_by_the_commit_reruns_the_whole_transaction(tmp_path, 
         assert conn.exec_driver_sql("SELECT count(*) FROM t").scalar() == 1
 
 
-def test_a_pool_timeout_is_unavailable_at_once(tmp_path, caplog):
+def test_a_pool_timeout_is_unavailable_at_once(sqlite_url, caplog):
     """No pooled connection came free within pool_timeout: a 503 (not a 500:
     SQLAlchemy's TimeoutError is no DBAPIError), without waiting again."""
-    engine = sa.create_engine(
-        f"sqlite:///{tmp_path}/t.db", pool_size=1, max_overflow=0, pool_timeout=0.2
-    )
+    engine = sa.create_engine(sqlite_url, pool_size=1, max_overflow=0, pool_timeout=0.2)
     retried = []
     db = Database(engine, on_retry=retried.append)
     calls = []
@@ -377,11 +372,11 @@ def _lose_connections(monkeypatch, engine):
     monkeypatch.setattr(engine.dialect, "is_disconnect", lambda *_args: True)
 
 
-def test_a_connection_lost_mid_transaction_runs_it_again(tmp_path, monkeypatch):
+def test_a_connection_lost_mid_transaction_runs_it_again(sqlite_url, monkeypatch):
     """The lost connection is rolled back without a connection behind it;
     nothing on that path may hide the reason to run again (a world-change
     counter once raised PendingRollbackError there: a 500)."""
-    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+    engine = create_engine(sqlite_url)
     with engine.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE t (x INTEGER)")
     _lose_connections(monkeypatch, engine)
@@ -399,8 +394,8 @@ def test_a_connection_lost_mid_transaction_runs_it_again(tmp_path, monkeypatch):
     assert retried == ["lost_connection"]
 
 
-def test_a_connection_lost_with_no_retry_left_is_unavailable(tmp_path, monkeypatch, caplog):
-    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+def test_a_connection_lost_with_no_retry_left_is_unavailable(sqlite_url, monkeypatch, caplog):
+    engine = create_engine(sqlite_url)
     _lose_connections(monkeypatch, engine)
     _fail_statements(monkeypatch, engine, sqlite3.OperationalError("server closed\nmore"))
     db = Database(engine, max_retries=0)
@@ -438,38 +433,30 @@ def test_server_engines_neither_ping_nor_reset_every_connection():
 
 
 def _served(db) -> httpx.Client:
-    cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
-    cfg.set_override("auth_strategy", "noauth2", group="api")
-    return httpx.Client(
-        transport=httpx.WSGITransport(app=app.create_app(cfg, db)),
-        base_url="http://placement.test",
-        headers={"x-auth-token": "admin", "openstack-api-version": "placement latest"},
-    )
+    return fixtures.api_client(app.create_app(fixtures.make_conf(), db))
 
 
-def _not_ready(tmp_path, monkeypatch):
-    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+def _not_ready(_tmp_path, url, monkeypatch):
+    engine = create_engine(url)
     not_ready_is_a_disconnect(engine)
     _fail_statements(monkeypatch, engine, _DriverError(1047, NOT_READY), starting="")
     return Database(engine), contextlib.nullcontext()
 
 
-def _lost(tmp_path, monkeypatch):
-    engine = create_engine(f"sqlite:///{tmp_path}/t.db")
+def _lost(_tmp_path, url, monkeypatch):
+    engine = create_engine(url)
     _lose_connections(monkeypatch, engine)
     error = sqlite3.OperationalError("server closed the connection to 10.0.0.9")
     _fail_statements(monkeypatch, engine, error, starting="")
     return Database(engine, max_retries=0), contextlib.nullcontext()
 
 
-def _pool_full(tmp_path, _monkeypatch):
-    engine = sa.create_engine(
-        f"sqlite:///{tmp_path}/t.db", pool_size=1, max_overflow=0, pool_timeout=0.1
-    )
+def _pool_full(_tmp_path, url, _monkeypatch):
+    engine = sa.create_engine(url, pool_size=1, max_overflow=0, pool_timeout=0.1)
     return Database(engine), engine.connect()
 
 
-def _unreachable(tmp_path, _monkeypatch):
+def _unreachable(tmp_path, _url, _monkeypatch):
     engine = create_engine(f"sqlite:///{tmp_path}/no/such/dir/t.db")
     return Database(engine), contextlib.nullcontext()
 
@@ -484,11 +471,11 @@ def _unreachable(tmp_path, _monkeypatch):
     ],
     ids=["galera-not-ready", "lost-connection", "pool-timeout", "unreachable"],
 )
-def test_each_way_out_of_reach_is_a_503_naming_it(tmp_path, monkeypatch, make, message):
+def test_each_way_out_of_reach_is_a_503_naming_it(tmp_path, sqlite_url, monkeypatch, make, message):
     """From the driver's error to the answer, through the whole application:
     503, Retry-After 5, upstream's JSON error with the request id, the cause
     in one line of our own, never the driver's words."""
-    db, holding = make(tmp_path, monkeypatch)
+    db, holding = make(tmp_path, sqlite_url, monkeypatch)
     with holding:
         answer = _served(db).get("/resource_classes")
     assert answer.status_code == 503

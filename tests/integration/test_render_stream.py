@@ -20,7 +20,6 @@ import itertools
 import json
 import random
 import re
-import uuid
 from urllib.parse import parse_qsl
 
 import falcon
@@ -34,6 +33,7 @@ from placement_svc.candidates import find, merge, render, request, search
 from placement_svc.candidates.find import Settings
 from placement_svc.db import tables
 from placement_svc.http import answering
+from tests.support.cloud_rows import Cloud, uuid_of
 
 CLASSES = {"VCPU": 0, "MEMORY_MB": 1, "DISK_GB": 2, "CUSTOM_DEV": 10000}
 SHARING = "MISC_SHARES_VIA_AGGREGATE"
@@ -41,107 +41,46 @@ AGG = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 DEVICES = 7  # 7 * 6 * 5 * 4 = 840 candidates for four isolated groups: two chunks
 
 
-def uuid_of(name: str) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
-
-
-class Cloud:
-    """Providers written straight into the tables."""
-
-    def __init__(self, conn, classes=True):
-        self.conn = conn
-        self.ids: dict[str, int] = {}
-        for name, rc_id in CLASSES.items() if classes else ():
-            conn.execute(tables.resource_classes.insert().values(id=rc_id, name=name))
-
-    def _insert(self, table, **values) -> int:
-        return self.conn.execute(table.insert().values(**values)).inserted_primary_key[0]
-
-    def _named(self, table, column, value) -> int:
-        found = self.conn.execute(sa.select(table.c.id).where(column == value)).scalar()
-        return found if found is not None else self._insert(table, **{column.key: value})
-
-    def provider(self, name, parent=None, inventory=None, traits=(), aggregates=(), ratio=1.0):
-        rp = tables.resource_providers
-        pid = self._insert(rp, uuid=uuid_of(name), name=name)
-        parent_id = self.ids.get(parent)
-        root_id = pid
-        if parent_id is not None:
-            root_id = self.conn.execute(
-                sa.select(rp.c.root_provider_id).where(rp.c.id == parent_id)
-            ).scalar()
-        self.conn.execute(
-            rp.update()
-            .where(rp.c.id == pid)
-            .values(root_provider_id=root_id, parent_provider_id=parent_id)
-        )
-        self.ids[name] = pid
-        for rc, (total, used) in (inventory or {}).items():
-            self._insert(
-                tables.inventories,
-                resource_provider_id=pid,
-                resource_class_id=CLASSES[rc],
-                total=total,
-                reserved=0,
-                min_unit=1,
-                max_unit=total,
-                step_size=1,
-                allocation_ratio=ratio,
-            )
-            if used:
-                self._insert(
-                    tables.allocations,
-                    resource_provider_id=pid,
-                    consumer_id=uuid_of("consumer"),
-                    resource_class_id=CLASSES[rc],
-                    used=used,
-                )
-        for trait in traits:
-            trait_id = self._named(tables.traits, tables.traits.c.name, trait)
-            self._insert(
-                tables.resource_provider_traits, resource_provider_id=pid, trait_id=trait_id
-            )
-        for aggregate in aggregates:
-            agg = tables.placement_aggregates
-            agg_id = self._named(agg, agg.c.uuid, aggregate)
-            self._insert(
-                tables.resource_provider_aggregates, resource_provider_id=pid, aggregate_id=agg_id
-            )
-        return pid
-
-
 @pytest.fixture(scope="module")
 def conn():
     engine = sa.create_engine("sqlite://")
     with engine.connect() as connection:
         tables.metadata.create_all(connection)
-        cloud = Cloud(connection)
+        cloud = Cloud(connection, CLASSES)
         # host1: VCPU, memory and disk of its own, a NUMA child, a custom trait.
         cloud.provider(
             "host1",
-            inventory={"VCPU": (8, 2), "MEMORY_MB": (4096, 0), "DISK_GB": (100, 0)},
+            inventory={"VCPU": 8, "MEMORY_MB": 4096, "DISK_GB": 100},
+            used={"VCPU": 2},
             traits=["CUSTOM_FAST"],
         )
-        cloud.provider("numa1", parent="host1", inventory={"VCPU": (2, 0)})
-        cloud.provider("dev1", parent="numa1", inventory={"CUSTOM_DEV": (2, 1)})
+        cloud.provider("numa1", parent="host1", inventory={"VCPU": 2})
+        cloud.provider("dev1", parent="numa1", inventory={"CUSTOM_DEV": 2}, used={"CUSTOM_DEV": 1})
         # host2: its disk from the shared storage.
         cloud.provider(
-            "host2", inventory={"VCPU": (4, 0), "MEMORY_MB": (2048, 512)}, aggregates=[AGG]
+            "host2",
+            inventory={"VCPU": 4, "MEMORY_MB": 2048},
+            used={"MEMORY_MB": 512},
+            aggregates=[AGG],
         )
-        cloud.provider("numa2", parent="host2", inventory={"VCPU": (2, 0)}, traits=["CUSTOM_FAST"])
+        cloud.provider("numa2", parent="host2", inventory={"VCPU": 2}, traits=["CUSTOM_FAST"])
         cloud.provider(
-            "storage", inventory={"DISK_GB": (1000, 10)}, traits=[SHARING], aggregates=[AGG]
+            "storage",
+            inventory={"DISK_GB": 1000},
+            used={"DISK_GB": 10},
+            traits=[SHARING],
+            aggregates=[AGG],
         )
         # Two hosts of one device each: no two isolated groups fit on either.
         for host in ("lone-a", "lone-b"):
-            cloud.provider(host, inventory={"VCPU": (4, 0)})
-            cloud.provider(f"{host}-dev", parent=host, inventory={"CUSTOM_DEV": (1, 0)})
+            cloud.provider(host, inventory={"VCPU": 4})
+            cloud.provider(f"{host}-dev", parent=host, inventory={"CUSTOM_DEV": 1})
         # wide: identical one-unit devices under a root with VCPU and memory.
-        cloud.provider("wide", inventory={"VCPU": (64, 0), "MEMORY_MB": (65536, 0)})
+        cloud.provider("wide", inventory={"VCPU": 64, "MEMORY_MB": 65536})
         for device in range(DEVICES):
-            cloud.provider(f"wide-dev{device}", parent="wide", inventory={"CUSTOM_DEV": (1, 0)})
+            cloud.provider(f"wide-dev{device}", parent="wide", inventory={"CUSTOM_DEV": 1})
         # A provider no candidate of these queries uses.
-        cloud.provider("idle", inventory={"MEMORY_MB": (16, 0)})
+        cloud.provider("idle", inventory={"MEMORY_MB": 16})
         yield connection
     engine.dispose()
 
@@ -281,7 +220,9 @@ def test_a_capacity_beyond_64_bits_is_written_by_the_standard_library(conn):
     answering.dumps does, and still parses to the body."""
     savepoint = conn.begin_nested()
     try:
-        Cloud(conn, classes=False).provider("vast", inventory={"DISK_GB": (1000, 0)}, ratio=1e30)
+        Cloud(conn, CLASSES, create_classes=False).provider(
+            "vast", inventory={"DISK_GB": 1000}, ratio=1e30
+        )
         answered = answer(conn, "resources=DISK_GB:10", Version(1, 39))
         streamed = b"".join(answered.chunks())
         body = answered.body()

@@ -24,18 +24,14 @@ from placement_svc import microversion as mv
 from placement_svc.db.engine import Database, create_engine
 from placement_svc.http import auth, guard, requestlog
 from placement_svc.http.middleware import ENV_REQUEST_ID
+from tests.support import fixtures
 
 TOKEN_AND_LATEST = {"HTTP_X_AUTH_TOKEN": "admin", "HTTP_OPENSTACK_API_VERSION": "placement latest"}
 
 
 def make_app(**overrides):
-    cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
-    cfg.set_override("auth_strategy", "noauth2", group="api")
-    for key, value in overrides.items():
-        group, _dot, name = key.partition(".")
-        cfg.set_override(name, value, group=group)
     # The database is never reached: every request here is answered before.
-    return app.create_app(cfg, Database(create_engine("sqlite://")))
+    return app.create_app(fixtures.make_conf(**overrides), Database(create_engine("sqlite://")))
 
 
 def call(application, method, path, query="", **headers):
