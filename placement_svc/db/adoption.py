@@ -22,13 +22,16 @@ own migrations refuse it too, and its online data migration fills them).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic.migration import MigrationContext
-from alembic.operations import Operations
 from sqlalchemy.engine import Connection, Engine
 
 from placement_svc.db import shape_changes, tables
+
+if TYPE_CHECKING:
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
 
 # Upstream's alembic revisions, oldest first (openstack-placement 1.0.0, Stein,
 # to 16.0.0): the initial schema, two data checks, consumer types, and the
@@ -83,7 +86,21 @@ class NotAdoptable(Exception):
 
 def revision(conn: Connection) -> str | None:
     """The alembic revision recorded in the database, whoever's it is."""
-    return MigrationContext.configure(conn).get_current_revision()
+    return _context(conn).get_current_revision()
+
+
+def _context(conn: Connection) -> MigrationContext:
+    """alembic, imported here: it takes a tenth of a second, which every
+    command and worker would pay, and only a migration needs it."""
+    from alembic.migration import MigrationContext
+
+    return MigrationContext.configure(conn)
+
+
+def _operations(conn: Connection) -> Operations:
+    from alembic.operations import Operations
+
+    return Operations(_context(conn))
 
 
 def is_upstream(found: str | None) -> bool:
@@ -145,7 +162,7 @@ def adopt(engine: Engine) -> str:
     revision: ``migration.sync`` brings it on from there."""
     with engine.begin() as conn:
         found = check(conn)
-        ops = Operations(MigrationContext.configure(conn))
+        ops = _operations(conn)
         if UPSTREAM_REVISIONS.index(found) < UPSTREAM_REVISIONS.index(CONSUMER_TYPES):
             _add_consumer_types(ops)
         indexes = _indexes(conn)
@@ -167,7 +184,7 @@ def hand_back(engine: Engine, our_head: str) -> list[str]:
             raise NotAdoptable(
                 f"the schema is at revision {found}, not {our_head}: run 'db sync' first"
             )
-        ops = Operations(MigrationContext.configure(conn))
+        ops = _operations(conn)
         present = set(sa.inspect(conn).get_table_names())
         dropped = []
         for table in OWN_TABLES:

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
 from placement_svc.db import adoption
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# alembic is imported where a function needs it: it takes a tenth of a
+# second to import, which every command and worker would pay, and only the
+# schema's revision and its migrations need it.
+
 
 def _config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(resources.files("placement_svc.migrations")))
     if connection is not None:
@@ -24,6 +30,8 @@ def _config(connection: Connection | None = None) -> Config:
 
 def head() -> str:
     """The newest revision the package ships."""
+    from alembic.script import ScriptDirectory
+
     found = ScriptDirectory.from_config(_config()).get_current_head()
     if found is None:  # not for an installed package: its migrations ship with it
         raise LookupError("no migration scripts in placement_svc.migrations")
@@ -33,7 +41,7 @@ def head() -> str:
 def current(engine: Engine) -> str | None:
     """The schema revision of the database, or None for an empty one."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        return adoption.revision(conn)
 
 
 def is_empty(engine: Engine) -> bool:
@@ -41,6 +49,8 @@ def is_empty(engine: Engine) -> bool:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    from alembic import command
+
     with engine.begin() as conn:
         command.upgrade(_config(conn), revision)
 
