@@ -5,7 +5,7 @@
 Prints the median (and slowest) wall time of:
 
 - ``placement-svc --version`` (``python -m placement_svc.cmd.cli --version``);
-- importing ``placement_svc.cmd.cli``, the module every command loads;
+- importing ``placement_svc.cmd.commands``, the modules every command loads;
 - ``placement-svc serve --workers 1`` on a synced SQLite database, from
   the exec to the first 200 answer to ``GET /`` (the master's checks, the
   fork and the worker's application).
@@ -91,8 +91,8 @@ def main() -> None:
         )
         cases = {
             "placement-svc --version": lambda: timed([*cli, "--version"], env),
-            "import placement_svc.cmd.cli": lambda: timed(
-                [sys.executable, "-c", "import placement_svc.cmd.cli"], env
+            "import placement_svc.cmd.commands": lambda: timed(
+                [sys.executable, "-c", "import placement_svc.cmd.commands"], env
             ),
             "serve --workers 1, first answer": lambda: serve_until_answered(str(conf), env),
         }

@@ -22,12 +22,11 @@ from sqlalchemy.engine import make_url
 from placement_svc import conf as placement_conf
 from placement_svc import install, redact
 from placement_svc.app import create_app
-from placement_svc.cmd import keystone_conf
+from placement_svc.cmd import PROG, keystone_conf
 from placement_svc.cmd.prefix import PrefixMount
 from placement_svc.db import adoption, migration
 from placement_svc.db.engine import create_engine
 
-PROG = "placement-svc"
 CONFIG_FILE = "placement.conf"
 # Every log line of the service, gunicorn's own included:
 #   2025-01-31 12:00:00,123 4242 INFO placement_svc.requests 127.0.0.1 "GET /" ...

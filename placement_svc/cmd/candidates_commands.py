@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from functools import partial
 
 import falcon.uri
@@ -21,7 +20,6 @@ import falcon.uri
 from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.api import allocation_candidates as api
-from placement_svc.candidates import explain as explain_rules
 from placement_svc.candidates import find, text
 from placement_svc.cmd.bootstrap import Failure, engine_for, require_head, shown_url
 from placement_svc.db.engine import Database
@@ -91,48 +89,3 @@ def _print(args, body, as_text) -> None:
         print(json.dumps(body, indent=2, ensure_ascii=False))
     else:
         print(as_text(body), end="")
-
-
-def add_commands(commands, add) -> None:
-    """Register both on ``commands`` (argparse sub-parsers) with cli.py's
-    ``add(commands, name, depth, **kwargs)``, which adds its common options."""
-    where = (
-        "Reads the configured database directly, for an operator on a host the "
-        "API cannot be reached from; no policy applies. QUERY is the query string "
-        "of GET /allocation_candidates, checked as the API checks it at its newest "
-        "microversion; quote it for the shell."
-    )
-    said = (
-        "Why an allocation candidates query has the candidates it has, or none: "
-        "what each filter and rule left, and the trees that almost fit "
-        f"(near_misses=N in QUERY: how many, default {explain_rules.NEAR_MISSES}, "
-        f"at most {explain_rules.MAX_NEAR_MISSES}). The text "
-        "GET /allocation_candidates/explain answers to Accept: text/plain. "
-    )
-    explaining = add(
-        commands,
-        "explain",
-        1,
-        help="why an allocation candidates query has the candidates it has",
-        description=said + where,
-    )
-    said = (
-        "How many copies of an allocation candidates query fit: in all, and tree "
-        "by tree, the most first (limit=N in QUERY: N trees at most). The text "
-        "GET /allocation_candidates/capacity answers to Accept: text/plain. "
-    )
-    counting = add(
-        commands,
-        "capacity",
-        1,
-        help="how many copies of an allocation candidates query fit",
-        description=said + where,
-    )
-    for parser, func in ((explaining, explain), (counting, capacity)):
-        parser.add_argument(
-            "query", metavar="QUERY", help="e.g. 'resources=VCPU:2,MEMORY_MB:4096&required=...'"
-        )
-        parser.add_argument(
-            "--json", action="store_true", help="print the JSON body the API answers instead"
-        )
-        parser.set_defaults(func=func, log_level=logging.WARNING)

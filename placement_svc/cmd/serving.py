@@ -15,6 +15,7 @@ from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
 
 from placement_svc.cmd import framing, http_worker, runtime
+from placement_svc.cmd.arguments import parse_bind
 from placement_svc.cmd.bootstrap import (
     PROG,
     Failure,
@@ -24,10 +25,6 @@ from placement_svc.cmd.bootstrap import (
     shown_url,
 )
 from placement_svc.operating import metrics
-
-DEFAULT_BIND = "127.0.0.1:8778"
-# gunicorn's own default: seconds a stopping server gives its workers.
-DEFAULT_GRACEFUL_TIMEOUT = 30
 
 LOG = logging.getLogger(__name__)
 
@@ -156,11 +153,3 @@ def check_bind(bind: str) -> None:
             sock.bind(address)
     except OSError as exc:
         raise Failure(f"cannot listen on {bind}: {exc.strerror or exc}") from exc
-
-
-def parse_bind(value: str) -> str:
-    """HOST:PORT, checked as --bind and [metrics] listen take it."""
-    host, colon, port = value.rpartition(":")
-    if not colon or not host or not port.isdigit() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
-    return value

@@ -10,7 +10,10 @@ AST of every module, each ``import`` statement wherever it stands. Importing
 from __future__ import annotations
 
 import ast
+import os
 import pathlib
+import subprocess
+import sys
 
 import placement_svc
 
@@ -119,23 +122,36 @@ def test_the_check_sees_a_cycle_through_a_function_level_import(tmp_path):
 
 def test_the_graph_holds_the_entry_points_edges():
     graph = import_graph()
-    assert f"{ROOT}.cmd.bootstrap" in graph[f"{ROOT}.cmd.cli"]
+    assert f"{ROOT}.cmd.commands" in graph[f"{ROOT}.cmd.cli"]
+    assert f"{ROOT}.cmd.bootstrap" in graph[f"{ROOT}.cmd.commands"]
     assert f"{ROOT}.cmd.bootstrap" in graph[f"{ROOT}.cmd.status"]
     assert f"{ROOT}.cmd.bootstrap" in graph[f"{ROOT}.wsgi"]
     assert f"{ROOT}.cmd.cli" not in graph[f"{ROOT}.cmd.status"]
 
 
-def test_the_command_line_imports_nothing_inside_functions():
-    """cli.py says at its top everything it needs: no import that runs late."""
+def test_the_command_line_loads_the_service_only_to_run_a_command():
+    """cli.py parses with arguments.py (the standard library alone) and
+    imports commands.py, and with it the service, only once a command is to
+    run: its one import inside a function, so --version and --help answer
+    at once."""
     path = PACKAGE / "cmd" / "cli.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     top = {id(node) for node in tree.body}
     late = [
-        node.lineno
+        imported_names("placement_svc.cmd.cli", path) & {f"{ROOT}.cmd.commands"}
         for node in ast.walk(tree)
         if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in top
     ]
-    assert late == [], f"cli.py imports inside functions at lines {late}"
+    assert late == [{f"{ROOT}.cmd.commands"}]
+    grammar = _imports(f"{ROOT}.cmd.arguments")[f"{ROOT}.cmd.arguments"]
+    ours = {name for name in grammar if name.startswith(ROOT)}
+    assert ours == {ROOT, f"{ROOT}.cmd", f"{ROOT}.cmd.PROG"}  # the package's name only
+    assert {name.split(".")[0] for name in grammar - ours} <= {
+        "__future__",
+        "argparse",
+        "importlib",
+        "logging",
+    }
 
 
 # -- the arrows between layers (docs/architecture.rst) --------------------------
@@ -239,3 +255,25 @@ def test_the_route_declarations_are_plain_data_over_schemas_and_rule_names():
         assert {
             name for name in own if not any(name == a or name.startswith(a + ".") for a in allowed)
         } == set(), module
+
+
+def test_the_version_is_answered_without_the_service(tmp_path):
+    """What `placement-svc --version` loads: no configuration library, no
+    database library, no web framework (the start-up benchmark times it)."""
+    probe = (
+        "import sys, contextlib, io\n"
+        "from placement_svc.cmd import cli\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli.main(['--version'])\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('sqlalchemy', 'oslo_config', 'falcon', 'gunicorn', 'alembic'))))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)},
+    ).stdout.strip()
+    assert loaded == ""
