@@ -27,7 +27,7 @@ Changes = dict[tuple[int, Kind], tuple[set[str], set[str]]]
 
 
 class Slot(Protocol):
-    """What this reads of merge.py's slots: the group it serves."""
+    """What this reads of walk.py's slots: the group it serves."""
 
     @property
     def suffix(self) -> str: ...

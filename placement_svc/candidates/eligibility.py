@@ -8,7 +8,8 @@ the any-of trait sets of a granular group, member_of (any-of and forbidden
 aggregates) and in_tree. Request-wide: root_required / root_forbidden and
 root_member_of on the anchors. A new request-wide filter goes here (with its parsing in
 request.py); rules that need several providers at once (group_policy,
-same_subtree, the unsuffixed group's collective traits) are merge.py's.
+same_subtree, the unsuffixed group's collective traits) are the walk's
+(walk.py).
 
 A sharing provider may serve the unsuffixed group in its own tree and in
 the trees it shares with, under different rules (``sharing_trees``): where
@@ -248,7 +249,7 @@ def qualifies(
     aggregates (``mine``; None when the group has no member_of) and, for the
     unsuffixed group, its root's (``root_aggregates``; None when they do not
     count). The unsuffixed group's any-of traits are met by its providers
-    together, so merge.py checks them, not this."""
+    together, so the walk (walk.py) checks them, not this."""
     member_of = group.member_of
     if member_of and mine is not None:
         holders = [mine] if root_aggregates is None else [mine, root_aggregates]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from placement_svc.candidates import eligibility, funnel, merge, nearmiss
+from placement_svc.candidates import eligibility, funnel, merge, nearmiss, walk
 from placement_svc.candidates.model import Found, Survey
 from placement_svc.candidates.request import Request
 
@@ -132,7 +132,7 @@ def _merge_rules(found: Found, request: Request) -> tuple[list[dict[str, Any]], 
     current = _relaxed(request)
     trees = merge.trees_with_candidates(current, found, found.roots, shared_room=False)
     counts: dict[str, int] = {}
-    for slot in merge.slots(request):
+    for slot in walk.slots(request):
         for rc, _amount in slot.amounts:
             counts[rc] = counts.get(rc, 0) + 1
     # (rule, what the request asked, the request with every rule so far)

@@ -25,9 +25,9 @@ from placement_svc import microversion as mv
 from placement_svc.candidates import capacity as capacity_rules
 from placement_svc.candidates import explain as explain_rules
 from placement_svc.candidates import merge, model, render, search, summaries, survey
-from placement_svc.candidates.merge import Assignment
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
+from placement_svc.candidates.walk import Assignment
 
 
 class Settings(NamedTuple):
@@ -62,7 +62,7 @@ def find(
 
 class Answer(NamedTuple):
     """Everything the body of an answer is made of, read and decided: the
-    candidates (as assignments of merge.slots), the providers to summarise
+    candidates (as assignments of walk.slots), the providers to summarise
     and their inventories of classes not requested (1.27+)."""
 
     found: Found

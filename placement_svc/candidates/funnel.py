@@ -7,7 +7,7 @@ each requested class) and each counts the providers the ones before it
 left. The rules are eligibility.py's, said one at a time; a test holds the
 two to the same providers. Two differences of the unsuffixed group follow
 the engine: it may spread over a tree, so its required traits are a rule of
-the whole tree (merge.py's, an explanation's merge step) and each of its
+the whole tree (the walk's, an explanation's merge step) and each of its
 classes' room counts from the same providers, those the other filters left;
 and an aggregate on the root of a provider's tree counts for member_of as
 if it were the provider's own.

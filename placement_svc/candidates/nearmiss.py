@@ -2,7 +2,7 @@
 explanation's near misses. Pure: reads a Survey (survey.py).
 
 For each tree without a candidate, one assignment of the request's slots
-(merge.slots: a class of the unsuffixed group, or a granular group whole)
+(walk.slots: a class of the unsuffixed group, or a granular group whole)
 to providers in the tree's reach is chosen greedily, slot by slot: the
 provider whose shortfalls grow least, given the slots placed before it
 (room they share, isolation). Then every rule that assignment breaks is

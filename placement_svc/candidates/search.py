@@ -7,7 +7,7 @@ world.py), and the used amounts of the requested classes. ``of_world``
 (pure) makes of those the request's Found: the room of the requested
 classes and the providers of the trees involved; which providers may serve
 which group is decided from it by eligibility.py (pure), combining groups
-into candidates is merge.py.
+into candidates is merge.py and walk.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every rule one assignment of a tree's slots breaks, in words with
 numbers: the fails of an explanation's near misses. Pure: reads a Survey.
 
-nearmiss.py chooses the assignment (a provider for each of merge.slots)
+nearmiss.py chooses the assignment (a provider for each of walk.slots)
 and ranks the trees; this says what the assignment lacks, rule by rule,
 each fail with what fixing it takes: the request-wide rules on the root,
 each group's rules on its provider (as funnel.py counts them), room per
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from placement_svc.candidates import funnel, merge, subtree
+from placement_svc.candidates import funnel, subtree, walk
 from placement_svc.candidates.model import Survey
 from placement_svc.candidates.request import Request, RequestGroup
 
@@ -40,7 +40,7 @@ class Shortfalls:
 
     def __init__(self, survey: Survey, request: Request) -> None:
         self.survey, self.request = survey, request
-        self.slots = merge.slots(request)
+        self.slots = walk.slots(request)
         reach: dict[int, list[int]] = {}
         for pid in sorted(survey.providers):
             reach.setdefault(survey.providers[pid].root_id, []).append(pid)

@@ -1,6 +1,6 @@
 """same_subtree and its negated groups (1.43): which provider is the subtree
 root of a set of groups' providers, and whether a negated group's provider
-keeps out of that subtree. Pure: the walk in merge.py asks these at the slot
+keeps out of that subtree. Pure: the walk (walk.py) asks these at the slot
 that completes each rule, and asks ``may_still_root`` at the slots before,
 so that a branch whose placed groups can no longer share a subtree ends at
 once rather than at its last slot."""

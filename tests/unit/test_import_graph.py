@@ -196,7 +196,7 @@ def test_the_units_of_work_know_no_http():
 
 
 def test_the_candidate_rules_know_no_sql_and_no_web_framework():
-    for name in ("model", "request", "eligibility", "merge", "prune", "render", "subtree"):
+    for name in ("model", "request", "eligibility", "merge", "walk", "prune", "render", "subtree"):
         assert _offending(f"{ROOT}.candidates.{name}", {"sqlalchemy", "falcon"}) == {}
 
 
