@@ -196,7 +196,8 @@ def test_the_units_of_work_know_no_http():
 
 
 def test_the_candidate_rules_know_no_sql_and_no_web_framework():
-    for name in ("model", "request", "eligibility", "merge", "walk", "prune", "render", "subtree"):
+    pure = ("model", "request", "rooms", "eligibility", "merge", "walk", "prune", "render")
+    for name in (*pure, "subtree"):
         assert _offending(f"{ROOT}.candidates.{name}", {"sqlalchemy", "falcon"}) == {}
 
 
@@ -208,5 +209,9 @@ def test_the_eligibility_rules_import_only_the_model_and_the_request():
 
 def test_the_search_only_loads_and_raises_no_http_error():
     """search.py reads the database into a Found; a name it does not find
-    is a domain fact (model.UnknownNames) the API words, not a 400 of its own."""
+    is a domain fact (model.UnknownNames) the API words, not a 400 of its own.
+    What it reads becomes a Found in rooms.py, pure: search.py asks no rule."""
     assert _offending(f"{ROOT}.candidates.search", HTTP) == {}
+    graph = import_graph()
+    own = {m for m in graph[f"{ROOT}.candidates.search"] if m.startswith(f"{ROOT}.candidates.")}
+    assert own <= {f"{ROOT}.candidates.{name}" for name in ("model", "request", "world", "rooms")}
