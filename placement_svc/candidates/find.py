@@ -22,9 +22,10 @@ from microversion_parse import Version
 from sqlalchemy.engine import Connection
 
 from placement_svc import microversion as mv
-from placement_svc.candidates import capacity as capacity_rules
-from placement_svc.candidates import explain as explain_rules
-from placement_svc.candidates import merge, model, render, search, summaries, survey
+from placement_svc.candidates import merge, model, render, search, summaries
+from placement_svc.candidates.explain import capacity as capacity_rules
+from placement_svc.candidates.explain import explanation as explain_rules
+from placement_svc.candidates.explain import survey
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
 from placement_svc.candidates.walk import Assignment

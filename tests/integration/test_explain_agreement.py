@@ -46,7 +46,8 @@ from microversion_parse import Version
 from sqlalchemy.engine import Connection
 
 from placement_svc import errors
-from placement_svc.candidates import funnel, merge, request, search, survey
+from placement_svc.candidates import merge, request, search
+from placement_svc.candidates.explain import funnel, survey
 from placement_svc.candidates.find import Settings, capacity, explain, find
 from placement_svc.db import names, tables
 from placement_svc.db.allocations import Wanted

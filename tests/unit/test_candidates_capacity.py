@@ -1,4 +1,4 @@
-"""candidates.capacity on hand-built Founds, no database.
+"""candidates.explain.capacity on hand-built Founds, no database.
 
 What is proven: a tree of one provider (no sharing provider in reach) holds
 min(floor(free / amount)) copies over the classes, amounts of several
@@ -19,7 +19,8 @@ import dataclasses
 import math
 import random
 
-from placement_svc.candidates import capacity, merge
+from placement_svc.candidates import merge
+from placement_svc.candidates.explain import capacity
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
 from tests.unit import test_candidates_merge as merge_tests

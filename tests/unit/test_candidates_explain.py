@@ -1,4 +1,4 @@
-"""candidates.explain and candidates.text on a hand-built Found and Survey
+"""candidates.explain.explanation and .text on a hand-built Found and Survey
 (test_candidates_funnel.Cloud: both from one cloud), no database.
 
 What is proven: the request-wide filters (root_required with forbidden
@@ -23,7 +23,9 @@ import random
 
 from microversion_parse import Version
 
-from placement_svc.candidates import explain, merge, text
+from placement_svc.candidates import merge
+from placement_svc.candidates.explain import explanation as explain
+from placement_svc.candidates.explain import text
 from tests.unit.test_candidates_funnel import (
     AGG1,
     AGG2,

@@ -1,4 +1,4 @@
-"""candidates.funnel on a hand-built Survey (model.Survey), no database.
+"""candidates.explain.funnel on a hand-built Survey (model.Survey), no database.
 
 What is proven: each filter of a group's funnel counts the providers the
 ones before it left, in a fixed order (in_tree, member_of, forbidden
@@ -28,7 +28,8 @@ from urllib.parse import parse_qsl
 
 from microversion_parse import Version
 
-from placement_svc.candidates import eligibility, funnel, request
+from placement_svc.candidates import eligibility, request
+from placement_svc.candidates.explain import funnel
 from placement_svc.candidates.model import Found, Provider, Room, Stock, Survey
 
 EXPLAIN = Version(1, 44)

@@ -1,4 +1,4 @@
-"""candidates.nearmiss on a hand-built Survey, no database.
+"""candidates.explain.nearmiss on a hand-built Survey, no database.
 
 What is proven: the words and details of each rule's fail: room
 (capacity with its numbers, max_unit, min_unit, step_size, amounts of
@@ -23,7 +23,8 @@ import random
 
 from microversion_parse import Version
 
-from placement_svc.candidates import merge, nearmiss, request
+from placement_svc.candidates import merge, request
+from placement_svc.candidates.explain import nearmiss
 from placement_svc.candidates.model import Stock
 from tests.unit.test_candidates_funnel import (
     AGG1,

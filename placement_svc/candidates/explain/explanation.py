@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from placement_svc.candidates import eligibility, funnel, merge, nearmiss, walk
+from placement_svc.candidates import eligibility, merge, walk
+from placement_svc.candidates.explain import funnel, nearmiss
 from placement_svc.candidates.model import Found, Survey
 from placement_svc.candidates.request import Request
 

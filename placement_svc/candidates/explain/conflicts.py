@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from placement_svc.candidates import funnel
+from placement_svc.candidates.explain import funnel
 from placement_svc.candidates.model import Survey
 from placement_svc.candidates.request import Request
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from placement_svc.candidates import funnel, subtree, walk
+from placement_svc.candidates import subtree, walk
+from placement_svc.candidates.explain import funnel
 from placement_svc.candidates.model import Survey
 from placement_svc.candidates.request import Request, RequestGroup
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from placement_svc.candidates import conflicts
+from placement_svc.candidates.explain import conflicts
+from placement_svc.candidates.explain.shortfalls import Fail, Shortfalls
 from placement_svc.candidates.model import Survey
 from placement_svc.candidates.request import Request
-from placement_svc.candidates.shortfalls import Fail, Shortfalls
 
 
 def near_misses(
