@@ -180,14 +180,15 @@ def test_the_unsuffixed_groups_required_traits_rule_out_no_provider_alone():
 def test_only_forbidden_traits_judge_a_provider_of_the_unsuffixed_group():
     # Its any-of sets judge no provider alone: room decides, with no verdict
     # asked per provider; a forbidden trait is judged per provider.
-    group = ask("resources=VCPU:1&required=in:HW_CPU_X86_AVX,CUSTOM_GOLD").groups[""]
-    assert eligibility._eligibility(Found(), group) is eligibility._always
-    group = ask(
+    def named(qs: str, suffix: str = "") -> list[str]:
+        return [rule.name for rule in eligibility.rules(ask(qs).groups[suffix], Found())]
+
+    assert named("resources=VCPU:1&required=in:HW_CPU_X86_AVX,CUSTOM_GOLD&required=A") == []
+    assert named(
         "resources=VCPU:1&required=in:HW_CPU_X86_AVX,CUSTOM_GOLD&required=!CUSTOM_OLD"
-    ).groups[""]
-    assert eligibility._eligibility(Found(), group) is not eligibility._always
-    granular = ask("resources1=VCPU:1&required1=in:HW_CPU_X86_AVX,CUSTOM_GOLD").groups["1"]
-    assert eligibility._eligibility(Found(), granular) is not eligibility._always
+    ) == ["forbidden_traits"]
+    granular = "resources1=VCPU:1&required1=in:HW_CPU_X86_AVX,CUSTOM_GOLD&required1=A"
+    assert named(granular, "1") == ["required_traits", "any_of_traits"]
 
 
 # Aggregates

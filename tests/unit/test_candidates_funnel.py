@@ -541,7 +541,60 @@ def test_the_unsuffixed_group_is_served_in_trees_that_hold_every_class():
     assert funnel.trees_served(cloud.survey, ask("resources=VCPU:1").groups[""], {}) == set()
 
 
-# The funnel and the engine never disagree
+# The funnel and the engine never disagree: one list of rules
+
+
+def test_the_funnel_steps_are_the_engines_rules_in_their_order():
+    """On random clouds: every rule eligibility.rules gives a group is a step
+    of its funnel, in that order, named and valued as the rule, and the
+    steps after them are room, one per requested class."""
+    rng = random.Random(29)
+    stepped = 0
+    for _ in range(300):
+        cloud = random_cloud(rng)
+        try:
+            req = ask(random_request(rng, cloud))
+        except Exception:  # a combination parse refuses
+            continue
+        for group in req.groups.values():
+            rules = eligibility.rules(group, cloud.survey)
+            steps = funnel.group_funnel(cloud.survey, group).steps
+            assert [(s["filter"], s["value"]) for s in steps[: len(rules)]] == [
+                (rule.name, rule.asked) for rule in rules
+            ]
+            assert [s["filter"] for s in steps[len(rules) :]] == ["resources"] * len(
+                group.resources
+            )
+            stepped += len(rules)
+    assert stepped > 200, stepped
+
+
+def test_a_rule_added_to_the_list_is_a_funnel_step_and_a_rule_of_the_walk(monkeypatch):
+    """The walk's options and the funnel read the one list: a rule added to
+    it (providers with an odd id only) is the funnel's last step before
+    room, and the walk's options lose what it keeps out."""
+    cloud = filtered_host()
+    req = ask(every_filter(cloud))
+    group = req.groups["_G"]
+    before = funnel.group_funnel(cloud.survey, group)
+    options = cloud.found(req).options["_G"][None]
+    assert options == [cloud.ids["C_OK"]] and options[0] % 2 == 0
+    listed = eligibility.rules
+
+    def with_odd_ids(group, within):
+        odd = eligibility.Rule("odd_ids", ["odd"], lambda pid: pid % 2 == 1)
+        return [*listed(group, within), odd]
+
+    monkeypatch.setattr(eligibility, "rules", with_odd_ids)
+    after = funnel.group_funnel(cloud.survey, group)
+    names = [step["filter"] for step in after.steps]
+    assert names == [step["filter"] for step in before.steps][:6] + ["odd_ids"] + names[7:]
+    assert names[7:] == ["resources", "resources"]
+    assert after.steps[6]["after"] < before.steps[5]["after"]
+    assert after.serving == {None: []}
+    assert cloud.found(req).options["_G"] == {None: []}
+
+
 
 
 def test_the_funnel_leaves_exactly_the_options_the_engine_gives_each_group():

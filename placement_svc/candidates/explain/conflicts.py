@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from placement_svc.candidates.explain import funnel
+from placement_svc.candidates import eligibility
 from placement_svc.candidates.model import Survey
 from placement_svc.candidates.request import Request
 
@@ -84,7 +84,7 @@ def _asked(
         own = survey.providers[pid].root_id
         if slot.granular:
             needed_on = forbidden_on = {pid}
-        elif own != root and funnel.narrowed(survey, group, pid):
+        elif own != root and eligibility.narrowed(survey, group, pid):
             # a sharing provider serving another tree: its own aggregates
             # meet member_of, and that tree's root must not be forbidden
             needed_on, forbidden_on = {pid}, {pid, root}

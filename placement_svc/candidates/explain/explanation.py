@@ -97,22 +97,13 @@ def _counted(count: int, thing: str) -> str:
 
 
 def _request_filters(survey: Survey, request: Request, trees: list[int]) -> list[dict[str, Any]]:
+    """Trees before and after each of the request's rules of an anchor
+    (eligibility.root_rules, in their order), from ``trees``."""
     steps = []
-    if request.root_required or request.root_forbidden:
-        required, forbidden = request.root_required, request.root_forbidden
-        kept = [
-            r for r in trees if required <= survey.traits[r] and not (forbidden & survey.traits[r])
-        ]
-        shown = sorted(required) + [f"!{t}" for t in sorted(forbidden)]
-        steps.append(_step("filter", "root_required", shown, trees, kept))
+    rules = eligibility.root_rules(request, survey.traits, survey.aggregates)
+    for rule, kept in eligibility.sift(rules, trees):
+        steps.append(_step("filter", rule.name, rule.asked, trees, kept))
         trees = kept
-    if request.root_member_of:
-        held = survey.aggregates
-        kept = [r for r in trees if eligibility.in_aggregates(request, held.get(r, frozenset()))]
-        member_of = request.root_member_of
-        shown = [funnel.listed(one) for one in member_of.any_of]
-        shown += [f"!{agg}" for agg in sorted(member_of.forbidden)]
-        steps.append(_step("filter", "root_member_of", shown, trees, kept))
     return steps
 
 
@@ -147,7 +138,7 @@ def _merge_rules(found: Found, request: Request) -> tuple[list[dict[str, Any]], 
     unsuffixed = request.groups.get("")
     if unsuffixed is not None and unsuffixed.required.any_of:
         current = dataclasses.replace(current, groups=request.groups)
-        shown = [funnel.listed(one) for one in unsuffixed.required.any_of]
+        shown = [eligibility.listed(one) for one in unsuffixed.required.any_of]
         rules.append(("tree_traits", shown, current))
     granular = [s for s, g in request.groups.items() if g.same_provider]
     if request.isolated and len(granular) > 1:

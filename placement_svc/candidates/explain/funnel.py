@@ -1,21 +1,18 @@
 """Per request group, the providers each filter leaves: the funnel of an
 explanation. Pure: reads a Survey (survey.py).
 
-The filters come in a fixed order (in_tree, member_of, forbidden
-aggregates, required traits, forbidden traits, any-of traits, then room for
-each requested class) and each counts the providers the ones before it
-left. The rules are eligibility.py's, said one at a time; a test holds the
-two to the same providers. Two differences of the unsuffixed group follow
-the engine: it may spread over a tree, so its required traits are a rule of
-the whole tree (the walk's, an explanation's merge step) and each of its
-classes' room counts from the same providers, those the other filters left;
-and an aggregate on the root of a provider's tree counts for member_of as
-if it were the provider's own.
+The filters are the engine's own, in its order: the group's rules
+(eligibility.rules: in_tree, member_of, forbidden aggregates, required
+traits, forbidden traits, any-of traits, those the group asks), each
+counting what the ones before it left (eligibility.sift, which the walk's
+options come from too), then room for each requested class. The
+unsuffixed group may spread over a tree: its required traits are a rule of
+the whole tree (the walk's, an explanation's merge step), and each of its
+classes' room counts from the same providers, those its rules left.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,12 +20,7 @@ from placement_svc.candidates import eligibility
 from placement_svc.candidates.model import Survey
 from placement_svc.candidates.request import RequestGroup
 
-_NONE: frozenset[str] = frozenset()
 ROOM_LACKS = ("inventory", "capacity", "max_unit", "min_unit", "step_size")
-
-# A filter of a group: its name, what the request asked (as in the query)
-# and whether a provider passes it.
-Filter = tuple[str, list[str], Callable[[int], bool]]
 
 
 @dataclass
@@ -54,12 +46,14 @@ class Funnel:
 
 
 def group_funnel(survey: Survey, group: RequestGroup) -> Funnel:
+    """The group's funnel: every provider of the cloud, then what each of
+    the group's rules (eligibility.rules, in their order) leaves of those
+    the rules before it left, then room for each requested class."""
     providers = sorted(survey.providers)
     funnel = Funnel(considered=len(providers))
     left = providers
-    for name, value, passes in filters(survey, group):
-        left = [pid for pid in left if passes(pid)]
-        funnel.steps.append({"filter": name, "value": value, "after": len(left)})
+    for rule, left in eligibility.sift(eligibility.rules(group, survey), providers):
+        funnel.steps.append({"filter": rule.name, "value": rule.asked, "after": len(left)})
     if not group.resources:
         funnel.serving[None] = left
     elif group.same_provider:
@@ -83,16 +77,12 @@ def trees_served(
         reach: set[int] = set()
         for pid in pids:
             reach |= (
-                serves(survey, group, pid) if narrowed(survey, group, pid) else survey.reach(pid)
+                serves(survey, group, pid)
+                if eligibility.narrowed(survey, group, pid)
+                else survey.reach(pid)
             )
         trees = reach if trees is None else trees & reach
     return trees or set()
-
-
-def narrowed(survey: Survey, group: RequestGroup, pid: int) -> bool:
-    """Whether the group's rules may keep ``pid``, a sharing provider, from
-    some of the trees it shares with (eligibility.sharing_trees)."""
-    return pid in survey.sharing and eligibility.narrows(group)
 
 
 def serves(survey: Survey, group: RequestGroup, pid: int) -> frozenset[int]:
@@ -126,82 +116,3 @@ def _room_step(survey: Survey, funnel: Funnel, left: list[int], rc: str, amount:
         }
     )
     return kept
-
-
-def filters(survey: Survey, group: RequestGroup) -> list[Filter]:
-    """The group's filters other than room, in the funnel's order: only
-    those the request asks for."""
-    found: list[Filter] = []
-    providers = survey.providers
-    if group.in_tree is not None:
-        tree = next((p.root_id for p in providers.values() if p.uuid == group.in_tree), -1)
-        found.append(("in_tree", [group.in_tree], lambda pid: providers[pid].root_id == tree))
-    member_of = group.member_of
-    if member_of.any_of:
-        shown = [listed(agg) for agg in member_of.any_of]
-        found.append(
-            (
-                "member_of",
-                shown,
-                lambda pid: any(
-                    all(held & any_of for any_of in member_of.any_of)
-                    for held in holders(survey, group, pid)
-                ),
-            )
-        )
-    if member_of.forbidden:
-        found.append(
-            (
-                "forbidden_aggregates",
-                [f"!{agg}" for agg in sorted(member_of.forbidden)],
-                lambda pid: (
-                    bool(serves(survey, group, pid))
-                    if narrowed(survey, group, pid)
-                    else not any(held & member_of.forbidden for held in holders(survey, group, pid))
-                ),
-            )
-        )
-    traits = survey.traits
-    required = group.required
-    alone = [one for one in required.any_of if len(one) == 1]
-    either = [one for one in required.any_of if len(one) > 1]
-    if group.same_provider and alone:
-        names = frozenset().union(*alone)
-        found.append(("required_traits", sorted(names), lambda pid: names <= traits[pid]))
-    if required.forbidden:
-        forbidden = frozenset(required.forbidden)
-        found.append(
-            (
-                "forbidden_traits",
-                [f"!{t}" for t in sorted(forbidden)],
-                lambda pid: not (traits[pid] & forbidden),
-            )
-        )
-    if group.same_provider and either:
-        found.append(
-            (
-                "any_of_traits",
-                [listed(one) for one in either],
-                lambda pid: all(traits[pid] & one for one in either),
-            )
-        )
-    return found
-
-
-def holders(
-    survey: Survey, group: RequestGroup, pid: int, away: bool = False
-) -> list[frozenset[str]]:
-    """Whose aggregates meet the group's member_of for ``pid``: its own,
-    and for the unsuffixed group in its own tree its root's too (``away``:
-    a sharing provider serving another tree, where they do not count)."""
-    aggregates = survey.aggregates
-    mine = aggregates.get(pid, _NONE)
-    if group.same_provider or away:
-        return [mine]
-    return [mine, aggregates.get(survey.providers[pid].root_id, _NONE)]
-
-
-def listed(names: frozenset[str]) -> str:
-    """One any-of list as the query writes it."""
-    ordered = sorted(names)
-    return ordered[0] if len(ordered) == 1 else "in:" + ",".join(ordered)

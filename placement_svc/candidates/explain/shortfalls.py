@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from placement_svc.candidates import subtree, walk
-from placement_svc.candidates.explain import funnel
+from placement_svc.candidates import eligibility, subtree, walk
 from placement_svc.candidates.model import Survey
 from placement_svc.candidates.request import Request, RequestGroup
 
@@ -52,9 +51,7 @@ class Shortfalls:
         self.reach = reach
         self.group_fails: dict[tuple[str, int, int | None], list[Fail]] = {}
         self.in_tree = {
-            suffix: next(
-                (p.root_id for p in survey.providers.values() if p.uuid == group.in_tree), -1
-            )
+            suffix: eligibility.in_tree_root(survey.providers, group.in_tree)
             for suffix, group in request.groups.items()
             if group.in_tree is not None
         }
@@ -105,11 +102,11 @@ class Shortfalls:
 
     def _group_fails(self, suffix: str, pid: int, root: int) -> list[Fail]:
         """What keeps ``pid`` from the group in the tree of ``root``, room
-        aside (as funnel.filters; for a sharing provider serving another
+        aside (as eligibility.rules; for a sharing provider serving another
         tree, as eligibility.sharing_trees)."""
         group = self.request.groups[suffix]
         own = self.survey.providers[pid].root_id
-        away = funnel.narrowed(self.survey, group, pid) and own != root
+        away = eligibility.narrowed(self.survey, group, pid) and own != root
         key = (suffix, pid, root if away else None)
         known = self.group_fails.get(key)
         if known is None:
@@ -133,7 +130,7 @@ class Shortfalls:
                 fails.append(Fail("in_tree", text, {**where, "in_tree": group.in_tree}))
         member_of = group.member_of
         if member_of:
-            holders = funnel.holders(survey, group, pid, away=away is not None)
+            holders = eligibility.holders(survey, group, pid, away=away is not None)
             owners = [pid, survey.providers[pid].root_id][: len(holders)]
             missing = [[one for one in member_of.any_of if not held & one] for held in holders]
             fewest = min(range(len(holders)), key=lambda i: len(missing[i]))
