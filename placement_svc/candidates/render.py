@@ -272,13 +272,9 @@ def _summaries(
     for pid in providers:
         resources = {}
         for rc in classes:
-            held = room.get((pid, rc))
+            held = room.get((pid, rc)) or full.get((pid, rc))
             if held is not None:
                 resources[rc] = {"capacity": held.capacity, "used": held.used}
-            else:
-                counts = full.get((pid, rc))
-                if counts is not None:
-                    resources[rc] = {"capacity": counts[0], "used": counts[1]}
         more = other.get(pid)
         if more:
             for rc, (capacity, used) in more.items():

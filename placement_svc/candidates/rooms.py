@@ -11,11 +11,32 @@ alone, whose anchors are a prefix of the whole search's.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from placement_svc.candidates import eligibility, world
 from placement_svc.candidates.model import Found, Room
 from placement_svc.candidates.request import Request
+from placement_svc.db import tables
+
+# A class id -> (the class as the request names it, its smallest amount asked).
+Wanted = dict[int, tuple[str, int]]
+
+
+def weighed(request: Request, rc_ids: Mapping[str, int]) -> tuple[Wanted, Wanted]:
+    """The requested classes (``rc_ids``: name -> id) with their smallest
+    amount asked, the room a provider needs to serve any group of them: those
+    an inventory can hold, and those beyond (past MAX_INT: max_unit is an
+    INT), which choose no tree but whose inventories an explanation counts."""
+    smallest: dict[str, int] = {}
+    for group in request.groups.values():
+        for rc, amount in group.resources.items():
+            smallest[rc] = min(amount, smallest.get(rc, amount))
+    wanted: Wanted = {}
+    beyond: Wanted = {}
+    for rc, amount in smallest.items():
+        (wanted if amount <= tables.MAX_INT else beyond)[rc_ids[rc]] = (rc, amount)
+    return wanted, beyond
 
 
 def window(
@@ -49,11 +70,12 @@ def found(
     wanted: dict[int, tuple[str, int]],
     used: dict[int, dict[int, int]],
     cut: tuple[set[int], int] | None = None,
+    beyond: dict[int, tuple[str, int]] | None = None,
 ) -> Found:
     """The request's Found from the shape and the used amounts, with the
     eligibility rules applied; with ``cut`` (see ``window``) of its trees
     alone, the anchors up to its last. Pure."""
-    made = of_world(shape, wanted, used, None if cut is None else cut[0])
+    made = of_world(shape, wanted, used, None if cut is None else cut[0], beyond)
     made.complete = cut is None
     if not made.with_room and all(g.resources for g in request.groups.values()):
         return made
@@ -76,6 +98,7 @@ def of_world(
     wanted: dict[int, tuple[str, int]],
     used: dict[int, dict[int, int]],
     window: set[int] | None = None,
+    beyond: dict[int, tuple[str, int]] | None = None,
 ) -> Found:
     """The Found of a request for ``wanted`` (class id -> (class, smallest
     amount asked)), from the shape of the cloud and the used amounts (class
@@ -85,9 +108,15 @@ def of_world(
     Room: every inventory of a wanted class, with or without room (provider
     summaries show both). Providers: those of the trees holding an inventory
     of a wanted class, and of the trees their sharing providers share with.
+    ``beyond``: classes asked in an amount no inventory can hold (past
+    MAX_INT), which choose no tree; their inventories are in ``full``, for
+    an explanation to count.
     """
     found = Found()
     trees = shape.trees(frozenset(wanted))
+    if beyond:
+        wanted = {**wanted, **beyond}
+    found.classes = {rc: rc_id for rc_id, (rc, _amount) in wanted.items()}
     providers = shape.providers
     inside: set[int] | None = None
     if window is not None:
@@ -114,14 +143,15 @@ def of_world(
                     room[(pid, rc)] = idle
                     hold(pid)
                 else:
-                    full[(pid, rc)] = (whole, 0)
+                    full[(pid, rc)] = idle
                 continue
             free = capacity - taken
+            mine = Room(free, min_unit, max_unit, step_size, whole, taken)
             if free >= amount and max_unit >= amount:
-                room[(pid, rc)] = Room(free, min_unit, max_unit, step_size, whole, taken)
+                room[(pid, rc)] = mine
                 hold(pid)
             else:
-                full[(pid, rc)] = (whole, taken)
+                full[(pid, rc)] = mine
         if holders:
             with_room[rc] = holders
     found.sharing = set(trees.sharing)
@@ -150,7 +180,7 @@ class _Idle(NamedTuple):
     then written over it."""
 
     room: dict[tuple[int, str], Room]
-    full: dict[tuple[int, str], tuple[int, int]]
+    full: dict[tuple[int, str], Room]
     holders: list[int]  # in id order
     stock: dict[int, world.Stock]
 
@@ -163,7 +193,7 @@ def _idle(shape: world.World, rc_id: int, rc: str, amount: int) -> _Idle:
             idle.room[(item.provider, rc)] = item.idle
             idle.holders.append(item.provider)
         else:
-            idle.full[(item.provider, rc)] = (item.whole, 0)
+            idle.full[(item.provider, rc)] = item.idle
     return idle
 
 
@@ -188,13 +218,12 @@ def _room_of_class(
         if item is None:  # allocated from an inventory there is no more
             continue
         free = item.capacity - taken
+        mine = Room(free, item.min_unit, item.max_unit, item.step_size, item.whole, taken)
         if free >= amount and item.max_unit >= amount:
-            room[(pid, rc)] = Room(
-                free, item.min_unit, item.max_unit, item.step_size, item.whole, taken
-            )
+            room[(pid, rc)] = mine
         else:
             room.pop((pid, rc), None)
-            full[(pid, rc)] = (item.whole, taken)
+            full[(pid, rc)] = mine
             dropped.add(pid)
     holders = [pid for pid in idle.holders if pid not in dropped]
     if holders:

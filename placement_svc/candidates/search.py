@@ -8,31 +8,23 @@ world.py), and the used amounts of the requested classes. rooms.py
 classes and the providers of the trees involved, and which providers may
 serve which group (eligibility.py); combining groups into candidates is
 walk.py and merge.py. Besides, the used amounts of other classes, for
-provider summaries (summaries.py), and the names of a few providers.
+provider summaries (summaries.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql.elements import ColumnElement
 
 from placement_svc.candidates import rooms, world
-from placement_svc.candidates.model import Found, Provider, UnknownNames
+from placement_svc.candidates.model import Found, UnknownNames
 from placement_svc.candidates.request import Request
 from placement_svc.db import names, tables
 
-SHARING_TRAIT = world.SHARING_TRAIT
-RP = tables.resource_providers
-INV = tables.inventories
 ALLOC = tables.allocations
-TRAIT = tables.traits
-RPT = tables.resource_provider_traits
-RPA = tables.resource_provider_aggregates
-AGG = tables.placement_aggregates
 
 
 def search(
@@ -61,21 +53,11 @@ def search(
     unknown = sorted(request.resource_classes() - set(rc_ids))
     if unknown:
         raise UnknownNames(traits=[], classes=unknown)
-    # Room for every requested class, on providers that can take the least amount.
-    smallest: dict[str, int] = {}
-    for group in request.groups.values():
-        for rc, amount in group.resources.items():
-            smallest[rc] = min(amount, smallest.get(rc, amount))
-    wanted = {
-        rc_ids[rc]: (rc, amount)
-        for rc, amount in smallest.items()
-        if amount <= tables.MAX_INT  # no inventory can hold more (max_unit is an INT)
-    }
+    wanted, beyond = rooms.weighed(request, rc_ids)
     cut = None if first is None else rooms.window(shape, request, wanted, first)
-    used = used_amounts(
-        conn, sorted(wanted), None if cut is None else rooms.id_range(shape, cut[0])
-    )
-    return rooms.found(shape, request, wanted, used, cut)
+    in_range = None if cut is None else rooms.id_range(shape, cut[0])
+    used = used_amounts(conn, sorted({*wanted, *beyond}), in_range)
+    return rooms.found(shape, request, wanted, used, cut, beyond)
 
 
 def _ids(
@@ -137,66 +119,3 @@ def _used_statement(in_range: bool) -> sa.Select[Any]:
 
 _USED = _used_statement(in_range=False)
 _USED_IN_RANGE = _used_statement(in_range=True)
-
-
-def inventories(
-    conn: Connection, rc_ids: list[int]
-) -> tuple[dict[int, dict[int, int]], Sequence[Any]]:
-    """Every inventory of these classes, and their used amounts (class ->
-    provider -> used): two plain reads. The rows are (provider, class,
-    total, reserved, allocation_ratio, min_unit, max_unit, step_size)."""
-    used = used_amounts(conn, rc_ids)
-    rows = conn.execute(
-        sa.select(*world.INVENTORY_COLUMNS).where(INV.c.resource_class_id.in_(rc_ids))
-    ).all()
-    return used, rows
-
-
-def shared_roots(
-    conn: Connection, sharing: set[int], providers: dict[int, Provider]
-) -> dict[int, set[int]]:
-    """sharing provider -> the roots of the trees it shares with: those of
-    every provider in one of its aggregates, and its own."""
-    mine = RPA.alias("mine")
-    theirs = RPA.alias("theirs")
-    rows = conn.execute(
-        sa.select(mine.c.resource_provider_id, RP.c.root_provider_id)
-        .select_from(
-            mine.join(theirs, theirs.c.aggregate_id == mine.c.aggregate_id).join(
-                RP, RP.c.id == theirs.c.resource_provider_id
-            )
-        )
-        .where(mine.c.resource_provider_id.in_(sorted(sharing)))
-        .distinct()
-    ).all()
-    shares_with: dict[int, set[int]] = {pid: {providers[pid].root_id} for pid in sharing}
-    for sharing_id, root_id in rows:
-        shares_with[sharing_id].add(root_id)
-    return shares_with
-
-
-def aggregates_of(
-    conn: Connection, providers: dict[int, Provider], in_trees: ColumnElement[bool]
-) -> dict[int, frozenset[str]]:
-    if not providers:
-        return {}
-    names_of: dict[int, list[str]] = {}
-    for pid, uuid in conn.execute(
-        sa.select(RPA.c.resource_provider_id, AGG.c.uuid)
-        .select_from(
-            RPA.join(AGG, AGG.c.id == RPA.c.aggregate_id).join(
-                RP, RP.c.id == RPA.c.resource_provider_id
-            )
-        )
-        .where(in_trees)
-    ).all():
-        names_of.setdefault(pid, []).append(uuid)
-    return world.interned(names_of, providers)
-
-
-def provider_names(conn: Connection, ids: Iterable[int]) -> dict[int, str]:
-    """provider id -> name, for the few an answer names (a Found has no names)."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return {}
-    return dict(conn.execute(sa.select(RP.c.id, RP.c.name).where(RP.c.id.in_(wanted))).all())

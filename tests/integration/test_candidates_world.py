@@ -316,10 +316,23 @@ def test_of_world_reads_the_room_of_the_wanted_classes_against_fresh_usage():
     shape.members, shape.roots = {1: [1], 2: [2], 3: [3]}, frozenset({1, 2, 3})
     found = rooms.of_world(shape, {0: ("VCPU", 2)}, {0: {1: 7, 2: 1}})
     assert found.with_room == {"VCPU": [2, 3]}
-    assert found.full == {(1, "VCPU"): (8, 7)}
+    assert found.full == {(1, "VCPU"): (1.0, 1, 8, 1, 8, 7)}  # its room, too small
     assert found.room[(2, "VCPU")] == (3.0, 2, 4, 2, 4, 1)
     assert found.room[(3, "VCPU")] == (2.0, 1, 2, 1, 2, 0)  # nothing used on it
-    assert rooms.of_world(shape, {0: ("VCPU", 3)}, {0: {}}).full[(3, "VCPU")] == (2, 0)
+    assert rooms.of_world(shape, {0: ("VCPU", 3)}, {0: {}}).full[(3, "VCPU")] == (
+        2.0,
+        1,
+        2,
+        1,
+        2,
+        0,
+    )
+    # A class asked beyond what any inventory holds chooses no tree, but
+    # its inventories are in full, with their used amounts.
+    beyond = rooms.of_world(shape, {}, {0: {1: 7}}, beyond={0: ("VCPU", 2**31)})
+    assert beyond.with_room == {} and beyond.providers == {} and beyond.classes == {"VCPU": 0}
+    assert sorted(beyond.full) == [(1, "VCPU"), (2, "VCPU"), (3, "VCPU")]
+    assert beyond.full[(1, "VCPU")] == (1.0, 1, 8, 1, 8, 7)
     assert found.providers is shape.providers  # every tree: the world's own, shared
 
 

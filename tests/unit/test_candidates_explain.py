@@ -1,4 +1,4 @@
-"""candidates.explain.explanation and .text on a hand-built Found and Survey
+"""candidates.explain.explanation and .text on hand-built clouds (tests/support/clouds.py)
 (test_candidates_funnel.Cloud: both from one cloud), no database.
 
 What is proven: the request-wide filters (root_required with forbidden
@@ -26,7 +26,7 @@ from microversion_parse import Version
 from placement_svc.candidates import merge
 from placement_svc.candidates.explain import explanation as explain
 from placement_svc.candidates.explain import text
-from tests.unit.test_candidates_funnel import (
+from tests.support.clouds import (
     AGG1,
     AGG2,
     AGG3,
@@ -40,7 +40,8 @@ from tests.unit.test_candidates_funnel import (
 
 def explained(cloud: Cloud, qs: str, version: Version | None = None, **kwargs) -> dict:
     req = ask(qs) if version is None else ask(qs, version)
-    return explain.explain(cloud.found(req), cloud.survey, req, **kwargs)
+    found = cloud.found(req)
+    return explain.explain(found, cloud.whole(req, found), req, **kwargs)
 
 
 def rules(body: dict) -> list[tuple[str, list[str], int, int]]:
@@ -181,8 +182,8 @@ def test_one_provider_per_tree_before_1_29():
 
 def test_the_rules_come_in_a_fixed_order_each_from_where_the_last_ended():
     cloud = subtree_cloud()
-    cloud.survey.traits[cloud.ids["NUMA0"]] = frozenset({"CUSTOM_A"})
-    cloud.survey.traits[cloud.ids["NUMA1"]] = frozenset({"CUSTOM_A"})
+    cloud.data.traits[cloud.ids["NUMA0"]] = frozenset({"CUSTOM_A"})
+    cloud.data.traits[cloud.ids["NUMA1"]] = frozenset({"CUSTOM_A"})
     qs = (
         "resources=VCPU:1&required=CUSTOM_A&resources_C=VCPU:1&resources_F=CUSTOM_FPGA:1"
         "&resources_G=CUSTOM_FPGA:1&same_subtree=_C,!_F&isolate=_F"
@@ -305,7 +306,7 @@ def test_first_empty_step_at_a_merge_rule_or_after_them_all():
         == "shared_room DISK_GB left none of 1 tree"
     )
     cloud = isolation_cloud()
-    cloud.survey.stock.pop((cloud.ids["N1"], "VCPU"))
+    cloud.data.stock.pop((cloud.ids["N1"], "VCPU"))
     assert (
         why(cloud, "resources_A=VCPU:1&resources_B=VCPU:1&group_policy=isolate")
         == "group_policy=isolate _A,_B left none of 2 trees"
@@ -467,7 +468,7 @@ def test_the_explanation_agrees_with_the_engine():
         except Exception:  # a combination parse refuses
             continue
         found = cloud.found(req)
-        body = explain.explain(found, cloud.survey, req, near=0)
+        body = explain.explain(found, cloud.whole(req, found), req, near=0)
         trees = merge.trees_with_candidates(req, found, found.roots)
         assert body["trees_with_candidates"] == len(trees)
         assert body["candidates"] == len(list(merge.generate(req, found)))

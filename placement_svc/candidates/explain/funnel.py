@@ -1,5 +1,5 @@
 """Per request group, the providers each filter leaves: the funnel of an
-explanation. Pure: reads a Survey (survey.py).
+explanation. Pure: reads a Cloud (cloud.py).
 
 The filters are the engine's own, in its order: the group's rules
 (eligibility.rules: in_tree, member_of, forbidden aggregates, required
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placement_svc.candidates import eligibility
-from placement_svc.candidates.model import Survey
+from placement_svc.candidates.explain.cloud import Cloud
 from placement_svc.candidates.request import RequestGroup
 
 ROOM_LACKS = ("inventory", "capacity", "max_unit", "min_unit", "step_size")
@@ -45,30 +45,30 @@ class Funnel:
         }
 
 
-def group_funnel(survey: Survey, group: RequestGroup) -> Funnel:
+def group_funnel(cloud: Cloud, group: RequestGroup) -> Funnel:
     """The group's funnel: every provider of the cloud, then what each of
     the group's rules (eligibility.rules, in their order) leaves of those
     the rules before it left, then room for each requested class."""
-    providers = sorted(survey.providers)
+    providers = sorted(cloud.providers)
     funnel = Funnel(considered=len(providers))
     left = providers
-    for rule, left in eligibility.sift(eligibility.rules(group, survey), providers):
+    for rule, left in eligibility.sift(eligibility.rules(group, cloud), providers):
         funnel.steps.append({"filter": rule.name, "value": rule.asked, "after": len(left)})
     if not group.resources:
         funnel.serving[None] = left
     elif group.same_provider:
         for rc, amount in group.resources.items():
-            left = _room_step(survey, funnel, left, rc, amount)
+            left = _room_step(cloud, funnel, left, rc, amount)
         funnel.serving[None] = left
     else:  # each class may come from another provider: each counts from the same ones
         for rc, amount in group.resources.items():
-            funnel.serving[rc] = _room_step(survey, funnel, left, rc, amount)
-    funnel.trees = trees_served(survey, group, funnel.serving)
+            funnel.serving[rc] = _room_step(cloud, funnel, left, rc, amount)
+    funnel.trees = trees_served(cloud, group, funnel.serving)
     return funnel
 
 
 def trees_served(
-    survey: Survey, group: RequestGroup, serving: dict[str | None, list[int]]
+    cloud: Cloud, group: RequestGroup, serving: dict[str | None, list[int]]
 ) -> set[int]:
     """The trees in reach of a provider for every key: those the group can
     be served in."""
@@ -77,30 +77,30 @@ def trees_served(
         reach: set[int] = set()
         for pid in pids:
             reach |= (
-                serves(survey, group, pid)
-                if eligibility.narrowed(survey, group, pid)
-                else survey.reach(pid)
+                serves(cloud, group, pid)
+                if eligibility.narrowed(cloud, group, pid)
+                else cloud.reach(pid)
             )
         trees = reach if trees is None else trees & reach
     return trees or set()
 
 
-def serves(survey: Survey, group: RequestGroup, pid: int) -> frozenset[int]:
+def serves(cloud: Cloud, group: RequestGroup, pid: int) -> frozenset[int]:
     """The trees a sharing provider may serve for the unsuffixed group, as
     the engine has them (eligibility.sharing_trees)."""
-    providers = survey.providers
+    providers = cloud.providers
     tree_root = eligibility.in_tree_root(providers, group.in_tree)
     return eligibility.sharing_trees(
-        group, pid, providers, survey.aggregates, survey.shares_with, tree_root
+        group, pid, providers, cloud.aggregates, cloud.shares_with, tree_root
     )
 
 
-def _room_step(survey: Survey, funnel: Funnel, left: list[int], rc: str, amount: int) -> list[int]:
+def _room_step(cloud: Cloud, funnel: Funnel, left: list[int], rc: str, amount: int) -> list[int]:
     lacking = dict.fromkeys(ROOM_LACKS, 0)
     kept = []
     for pid in left:
-        stock = survey.stock.get((pid, rc))
-        why = ("inventory",) if stock is None else stock.lacks(amount)
+        room = cloud.room.get((pid, rc))
+        why = ("inventory",) if room is None else room.lacks(amount)
         for kind in why:
             lacking[kind] += 1
         if not why:
