@@ -85,6 +85,12 @@ def sift(rules: Sequence[Rule], ids: Iterable[int]) -> Iterator[tuple[Rule, list
         yield rule, left
 
 
+def asked(rules: Sequence[Rule]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What ``rules`` ask, by name and value: equal for rules that decide
+    alike on one cloud, so what they decide can be kept under it."""
+    return tuple((rule.name, tuple(rule.asked)) for rule in rules)
+
+
 def passing(rules: Sequence[Rule], ids: Iterable[int]) -> list[int]:
     """Those of ``ids`` (in their order) every rule passes: ``sift``'s last."""
     left = list(ids)
@@ -104,10 +110,17 @@ def rules(group: RequestGroup, cloud: Cloud) -> list[Rule]:
     providers meet them together, a rule of the walk."""
     found: list[Rule] = []
     providers, traits = cloud.providers, cloud.traits
-    tree_root = in_tree_root(providers, group.in_tree)
+
+    looked_up: list[int | None] = []
+
+    def tree_root() -> int | None:  # a look at every provider: only if a rule asks
+        if not looked_up:
+            looked_up.append(in_tree_root(providers, group.in_tree))
+        return looked_up[0]
+
     if group.in_tree is not None:
         found.append(
-            Rule("in_tree", [group.in_tree], lambda pid: providers[pid].root_id == tree_root)
+            Rule("in_tree", [group.in_tree], lambda pid: providers[pid].root_id == tree_root())
         )
     member_of = group.member_of
     if member_of.any_of:
@@ -124,7 +137,7 @@ def rules(group: RequestGroup, cloud: Cloud) -> list[Rule]:
             if narrowed(cloud, group, pid):
                 aggregates, shares_with = cloud.aggregates, cloud.shares_with
                 return bool(
-                    sharing_trees(group, pid, providers, aggregates, shares_with, tree_root)
+                    sharing_trees(group, pid, providers, aggregates, shares_with, tree_root())
                 )
             return not any(held & forbidden for held in holders(cloud, group, pid))
 
@@ -300,26 +313,14 @@ def _allowed(found: Found, group: RequestGroup) -> Callable[[int], bool]:
             shape.providers, found.traits, found.aggregates, found.sharing, found.shares_with
         )
 
-    def work() -> frozenset[int] | None:  # None: the group asks no rule
-        checks = rules(group, cloud)
-        return frozenset(passing(checks, cloud.providers)) if checks else None
-
+    checks = rules(group, cloud)
+    if not checks:
+        return _always
     if shape is None:
-        allowed = work()
-    else:
-        required, member_of = group.required, group.member_of
-        key = (
-            "eligible",
-            group.same_provider,
-            tuple(required.any_of),
-            frozenset(required.forbidden),
-            tuple(member_of.any_of),
-            frozenset(member_of.forbidden),
-            group.in_tree,
-            frozenset(found.sharing),
-        )
-        allowed = shape.remember(key, work)
-    return _always if allowed is None else allowed.__contains__
+        return frozenset(passing(checks, cloud.providers)).__contains__
+    key = ("eligible", group.same_provider, asked(checks), frozenset(found.sharing))
+    allowed = shape.remember(key, lambda: frozenset(passing(checks, cloud.providers)))
+    return allowed.__contains__
 
 
 def _always(pid: int) -> bool:
@@ -353,17 +354,7 @@ def anchors(found: Found, request: Request) -> list[int]:
     the root's alone: a child's traits or aggregates, and the sharing
     providers a candidate may add, do not count."""
     roots = sorted({p.root_id for p in found.providers.values()})
-    return roots_meeting(request, roots, found.traits, found.aggregates)
-
-
-def roots_meeting(
-    request: Request,
-    roots: list[int],
-    traits: Mapping[int, frozenset[str]],
-    aggregates: Mapping[int, frozenset[str]],
-) -> list[int]:
-    """Those of ``roots`` (in their order) that pass the request's rules."""
-    return passing(root_rules(request, traits, aggregates), roots)
+    return passing(root_rules(request, found.traits, found.aggregates), roots)
 
 
 def root_rules(

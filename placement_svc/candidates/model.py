@@ -120,9 +120,7 @@ class Found:
     # class -> providers with room for the class's smallest requested amount,
     # in id order: an index of ``room`` the search builds as it reads
     with_room: dict[str, list[int]] = field(default_factory=dict)
-    # provider -> its aggregates' uuids: for every provider loaded when a
-    # group has member_of; for the roots alone when only root_member_of asks
-    # (empty when neither does)
+    # provider -> its aggregates' uuids (the shape's: every provider)
     aggregates: dict[int, frozenset[str]] = field(default_factory=dict)
     # suffix -> resource class (None for a granular group as a whole) -> provider ids
     options: dict[str, dict[str | None, list[int]]] = field(default_factory=dict)

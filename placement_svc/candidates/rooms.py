@@ -46,17 +46,9 @@ def window(
     the last of those anchors; None when there are no more anchors than
     that. Besides those anchors, the trees of the sharing providers. Pure."""
     trees = shape.trees(frozenset(wanted))
-    key = (
-        "anchors",
-        frozenset(wanted),
-        frozenset(request.root_required),
-        frozenset(request.root_forbidden),
-        repr(request.root_member_of),  # equal filters, equal reprs
-    )
-    anchors = shape.remember(
-        key,
-        lambda: eligibility.roots_meeting(request, trees.roots, shape.traits, shape.aggregates),
-    )
+    rules = eligibility.root_rules(request, shape.traits, shape.aggregates)
+    key = ("anchors", frozenset(wanted), eligibility.asked(rules))
+    anchors = shape.remember(key, lambda: eligibility.passing(rules, trees.roots))
     if len(anchors) <= first:
         return None
     roots = set(anchors[:first])
