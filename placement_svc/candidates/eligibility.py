@@ -81,7 +81,7 @@ def sift(rules: Sequence[Rule], ids: Iterable[int]) -> Iterator[tuple[Rule, list
     after it and every rule before it."""
     left = list(ids)
     for rule in rules:
-        left = [pid for pid in left if rule.passes(pid)]
+        left = list(filter(rule.passes, left))
         yield rule, left
 
 

@@ -157,10 +157,11 @@ class Cloud:
         }
         return shape
 
-    def found(self, req: request.Request) -> Found:
+    def found(self, req: request.Request, shape: world.World | None = None) -> Found:
         """What search.search makes for ``req`` of these data: the shape of
-        the cloud, the used amounts of the requested classes, rooms.found."""
-        shape = self.world(req.resource_classes())
+        the cloud (``shape``, or a new one), the used amounts of the
+        requested classes, rooms.found."""
+        shape = self.world(req.resource_classes()) if shape is None else shape
         wanted, beyond = rooms.weighed(req, shape.class_ids)
         used: dict[int, dict[int, int]] = {}
         for (pid, rc), held in self.data.stock.items():

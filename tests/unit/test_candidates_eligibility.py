@@ -21,10 +21,14 @@ sharing providers may still serve the trees that remain).
 
 from __future__ import annotations
 
+import dataclasses
+import random
+
 from microversion_parse import Version
 
-from placement_svc.candidates import eligibility
+from placement_svc.candidates import eligibility, rooms
 from placement_svc.candidates.model import Found, Provider, Room
+from tests.support.clouds import CLASSES, random_cloud, random_request
 from tests.unit.test_candidates_merge import LATEST, ask
 
 AGG_A = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
@@ -427,3 +431,33 @@ def test_sharing_providers_still_serve_the_trees_root_member_of_keeps():
         "host3",
         "numa4",
     ]
+
+
+# What a shape of the cloud keeps across requests
+
+
+def test_what_the_shape_keeps_across_requests_is_keyed_on_what_their_rules_ask():
+    """The providers each group's rules allow and the anchors of a search
+    of the first trees are kept in the shape of the cloud, across requests,
+    under what the rules ask (eligibility.asked): on one shape asked many
+    random requests, each is what a fresh shape gives."""
+    rng = random.Random(2929)
+    asked = 0
+    for _ in range(60):
+        cloud = random_cloud(rng)
+        shape = cloud.world(CLASSES)
+        for _ in range(10):
+            try:
+                req = ask(random_request(rng, cloud))
+            except Exception:  # a combination parse refuses
+                continue
+            fresh = dataclasses.replace(shape, _memo={})
+            kept, new = cloud.found(req, shape), cloud.found(req, fresh)
+            assert (kept.options, kept.reach, kept.roots) == (new.options, new.reach, new.roots)
+            wanted, _beyond = rooms.weighed(req, shape.class_ids)
+            for first in (1, 2):
+                assert rooms.window(shape, req, wanted, first) == rooms.window(
+                    fresh, req, wanted, first
+                ), req
+            asked += 1
+    assert asked > 250 and len(shape._memo) > 5, (asked, len(shape._memo))

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from microversion_parse import Version
 
 from placement_svc.candidates import merge
+from placement_svc.candidates.explain import cloud as explain_cloud
 from placement_svc.candidates.explain import explanation as explain
 from placement_svc.candidates.explain import text
 from tests.support.clouds import (
@@ -46,6 +48,36 @@ def explained(cloud: Cloud, qs: str, version: Version | None = None, **kwargs) -
 
 def rules(body: dict) -> list[tuple[str, list[str], int, int]]:
     return [(s["rule"], s["value"], s["before"], s["after"]) for s in body["merge_rules"]]
+
+
+# The cloud an explanation reads
+
+
+def test_the_explanation_reads_the_searchs_found_seen_whole():
+    """explain/cloud.py: every provider of the shape of the cloud; the room
+    of every inventory of a requested class as the search weighed it, too
+    small or not, and of a class asked past MAX_INT; the sharing providers
+    of the trees that hold one; and only of a search of every tree."""
+    cloud = Cloud()
+    cloud.provider("T1", stock={"VCPU": 4, "DISK_GB": inventory(10, used=8)})
+    cloud.provider("T2", stock={"MEMORY_MB": 1024})  # no requested class
+    cloud.sharing("S1", {"DISK_GB": 100}, ["T1"])
+    cloud.sharing("S2", {"MEMORY_MB": 100}, ["T2"])  # in a tree without one
+    req = ask(f"resources=VCPU:1,DISK_GB:5&resources_G=DISK_GB:{2**31}")
+    found = cloud.found(req)
+    whole = explain_cloud.of(found)
+    assert whole.providers == cloud.data.providers
+    assert found.room.keys() == {(1, "VCPU"), (3, "DISK_GB")}
+    assert whole.room.keys() == {(1, "VCPU"), (1, "DISK_GB"), (3, "DISK_GB")}
+    assert (whole.room[(1, "DISK_GB")].free, whole.room[(1, "DISK_GB")].used) == (2, 8)
+    assert whole.sharing == {cloud.ids["S1"]}
+    assert whole.shares_with == {cloud.ids["S1"]: {cloud.ids["S1"], cloud.ids["T1"]}}
+    # Asked past MAX_INT, DISK_GB chooses no tree, but the room is counted.
+    beyond = ask(f"resources=VCPU:1&resources_G=DISK_GB:{2**31}")
+    assert explain_cloud.of(cloud.found(beyond)).room.keys() == whole.room.keys()
+    found.complete = False  # a search of the first trees only
+    with pytest.raises(ValueError):
+        explain_cloud.of(found)
 
 
 # Request-wide filters
