@@ -12,8 +12,9 @@ import time
 from functools import partial
 
 from placement_svc import errors
-from placement_svc.candidates import explain as explain_rules
-from placement_svc.candidates import find, model, request, text
+from placement_svc.candidates import find, model, request
+from placement_svc.candidates.explain import explanation as explain_rules
+from placement_svc.candidates.explain import text
 from placement_svc.candidates.find import Settings
 from placement_svc.http import accept, answering, reading
 from placement_svc.operating import metrics

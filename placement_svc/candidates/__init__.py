@@ -1,1 +1,1 @@
-"""The allocation-candidates engine: request -> search (SQL) -> merge -> render."""
+"""The allocation-candidates engine: request -> search (SQL) -> walk and merge -> render."""

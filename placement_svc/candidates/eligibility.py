@@ -1,14 +1,19 @@
 """Which providers may serve each request group, and which trees may anchor a
-candidate: the rules, on what the search loaded. Pure: no SQL, no web.
+candidate: the rules, as ordered lists of named filters, on what the search
+loaded (a Found, or one built by hand in a test). Pure: no SQL, no web.
 
-search.py reads rows into a Found (providers, room, traits, aggregates,
-sharing); the rules here decide from that data alone, so they can be tested
-on a hand-built Found. Per group: room for its amounts, forbidden traits,
-the any-of trait sets of a granular group, member_of (any-of and forbidden
-aggregates) and in_tree. Request-wide: root_required / root_forbidden and
-root_member_of on the anchors. A new request-wide filter goes here (with its parsing in
-request.py); rules that need several providers at once (group_policy,
-same_subtree, the unsuffixed group's collective traits) are merge.py's.
+A group's rules of one provider are ``rules(group, cloud)``, in this order,
+those the group asks: in_tree, member_of, forbidden_aggregates,
+required_traits, forbidden_traits, any_of_traits; then room for each
+requested class (``Room.fits``; for the unsuffixed group each class on its
+own, as it may spread). The walk's options (``group_options``) are the
+providers that pass them all; an explanation's funnel (explain/funnel.py)
+counts what each leaves, by the same ``sift``. The request's rules of an
+anchor are ``root_rules``: root_required, root_member_of. A new
+request-wide filter is one more ``Rule`` there (its parsing in request.py):
+the anchors and an explanation's request filters both come from that list.
+Rules of several providers at once (group_policy, same_subtree, the
+unsuffixed group's collective traits) are the walk's (walk.py).
 
 A sharing provider may serve the unsuffixed group in its own tree and in
 the trees it shares with, under different rules (``sharing_trees``): where
@@ -17,19 +22,167 @@ those rules narrow its trees, ``apply`` says which in ``Found.reach``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any, NamedTuple, Protocol
 
-from placement_svc.candidates.model import Found
+from placement_svc.candidates.model import Found, Provider
 from placement_svc.candidates.request import Request, RequestGroup
 
 # A group's options: per requested class for the unsuffixed group (it may
 # spread over several providers), under None for a granular group as a whole.
 Options = dict[str | None, list[int]]
 _NONE: frozenset[str] = frozenset()
-# A provider's traits, aggregates (None: no member_of) and root's aggregates
-# (None: they do not count): all a verdict depends on.
-_Key = tuple[frozenset[str], frozenset[str] | None, frozenset[str] | None]
+
+
+class Cloud(Protocol):
+    """What the rules read of a cloud: a Found, the whole shape of the cloud
+    beside one (``_Whole``), or an explanation's view of it."""
+
+    @property
+    def providers(self) -> Mapping[int, Provider]: ...
+
+    @property
+    def traits(self) -> Mapping[int, frozenset[str]]: ...
+
+    @property
+    def aggregates(self) -> Mapping[int, frozenset[str]]: ...
+
+    @property
+    def sharing(self) -> AbstractSet[int]: ...
+
+    @property
+    def shares_with(self) -> Mapping[int, AbstractSet[int]]: ...
+
+
+class _Whole(NamedTuple):
+    """Every provider of the shape of the cloud, with a Found's other data."""
+
+    providers: Mapping[int, Provider]
+    traits: Mapping[int, frozenset[str]]
+    aggregates: Mapping[int, frozenset[str]]
+    sharing: AbstractSet[int]
+    shares_with: Mapping[int, AbstractSet[int]]
+
+
+class Rule(NamedTuple):
+    """One named filter: ``name`` is what an explanation calls it, ``asked``
+    the values of the query it comes from, as the query writes them, and
+    ``passes(id)`` whether a provider (an anchor's root, for a request-wide
+    rule) meets it."""
+
+    name: str
+    asked: list[str]
+    passes: Callable[[int], bool]
+
+
+def sift(rules: Sequence[Rule], ids: Iterable[int]) -> Iterator[tuple[Rule, list[int]]]:
+    """Each rule in turn, with what is left of ``ids`` (in their order)
+    after it and every rule before it."""
+    left = list(ids)
+    for rule in rules:
+        left = list(filter(rule.passes, left))
+        yield rule, left
+
+
+def asked(rules: Sequence[Rule]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What ``rules`` ask, by name and value: equal for rules that decide
+    alike on one cloud, so what they decide can be kept under it."""
+    return tuple((rule.name, tuple(rule.asked)) for rule in rules)
+
+
+def passing(rules: Sequence[Rule], ids: Iterable[int]) -> list[int]:
+    """Those of ``ids`` (in their order) every rule passes: ``sift``'s last."""
+    left = list(ids)
+    for _rule, kept in sift(rules, left):
+        left = kept
+    return left
+
+
+def rules(group: RequestGroup, cloud: Cloud) -> list[Rule]:
+    """The group's rules of one provider, room aside, in their order (see
+    the module's docstring): only those the group asks. Each reads of a
+    provider its tree, traits and aggregates (for the unsuffixed group its
+    root's aggregates too: an aggregate on a root spans its tree); a sharing
+    provider whose trees the group narrows (``narrowed``) passes
+    forbidden_aggregates when ``sharing_trees`` leaves it a tree. Required
+    traits are a granular group's provider's own; the unsuffixed group's
+    providers meet them together, a rule of the walk."""
+    found: list[Rule] = []
+    providers, traits = cloud.providers, cloud.traits
+
+    looked_up: list[int | None] = []
+
+    def tree_root() -> int | None:  # a look at every provider: only if a rule asks
+        if not looked_up:
+            looked_up.append(in_tree_root(providers, group.in_tree))
+        return looked_up[0]
+
+    if group.in_tree is not None:
+        found.append(
+            Rule("in_tree", [group.in_tree], lambda pid: providers[pid].root_id == tree_root())
+        )
+    member_of = group.member_of
+    if member_of.any_of:
+        any_of = member_of.any_of
+
+        def member(pid: int) -> bool:
+            return any(all(held & one for one in any_of) for held in holders(cloud, group, pid))
+
+        found.append(Rule("member_of", [listed(one) for one in any_of], member))
+    if member_of.forbidden:
+        forbidden = member_of.forbidden
+
+        def unforbidden(pid: int) -> bool:
+            if narrowed(cloud, group, pid):
+                aggregates, shares_with = cloud.aggregates, cloud.shares_with
+                return bool(
+                    sharing_trees(group, pid, providers, aggregates, shares_with, tree_root())
+                )
+            return not any(held & forbidden for held in holders(cloud, group, pid))
+
+        shown = [f"!{agg}" for agg in sorted(forbidden)]
+        found.append(Rule("forbidden_aggregates", shown, unforbidden))
+    required = group.required
+    alone = [one for one in required.any_of if len(one) == 1]
+    either = [one for one in required.any_of if len(one) > 1]
+    if group.same_provider and alone:
+        names = frozenset().union(*alone)
+        found.append(Rule("required_traits", sorted(names), lambda pid: names <= traits[pid]))
+    if required.forbidden:
+        banned = frozenset(required.forbidden)
+        shown = [f"!{trait}" for trait in sorted(banned)]
+        found.append(Rule("forbidden_traits", shown, lambda pid: not (traits[pid] & banned)))
+    if group.same_provider and either:
+        shown = [listed(one) for one in either]
+        found.append(
+            Rule("any_of_traits", shown, lambda pid: all(traits[pid] & one for one in either))
+        )
+    return found
+
+
+def holders(
+    cloud: Cloud, group: RequestGroup, pid: int, away: bool = False
+) -> list[frozenset[str]]:
+    """Whose aggregates meet the group's member_of for ``pid``: its own,
+    and for the unsuffixed group in its own tree its root's too (``away``:
+    a sharing provider serving another tree, where they do not count)."""
+    mine = cloud.aggregates.get(pid, _NONE)
+    if group.same_provider or away:
+        return [mine]
+    return [mine, cloud.aggregates.get(cloud.providers[pid].root_id, _NONE)]
+
+
+def narrowed(cloud: Cloud, group: RequestGroup, pid: int) -> bool:
+    """Whether the group's rules may keep ``pid``, a sharing provider, from
+    some of the trees it shares with (``sharing_trees``)."""
+    return pid in cloud.sharing and narrows(group)
+
+
+def listed(names: frozenset[str]) -> str:
+    """One any-of list as the query writes it."""
+    ordered = sorted(names)
+    return ordered[0] if len(ordered) == 1 else "in:" + ",".join(ordered)
 
 
 def apply(found: Found, request: Request) -> None:
@@ -110,11 +263,11 @@ def sharing_trees(
 def group_options(found: Found, group: RequestGroup) -> Options:
     """Providers that may serve the group (per class for the unsuffixed
     group), in id order: those with room for the amounts that pass the
-    group's trait, aggregate and tree rules."""
-    eligible = _kept_eligibility(found, group)
+    group's rules."""
+    allowed = _allowed(found, group)
     room, with_room, providers = found.room, found.with_room, found.providers
     if not group.same_provider:
-        if eligible is _always:  # room alone decides
+        if allowed is _always:  # room alone decides
             return {
                 rc: [
                     pid
@@ -127,12 +280,12 @@ def group_options(found: Found, group: RequestGroup) -> Options:
             rc: [
                 pid
                 for pid in with_room.get(rc, ())
-                if pid in providers and eligible(pid) and room[(pid, rc)].fits(amount)
+                if pid in providers and allowed(pid) and room[(pid, rc)].fits(amount)
             ]
             for rc, amount in group.resources.items()
         }
     if not group.resources:  # a resourceless group: any provider that qualifies
-        return {None: [pid for pid in sorted(providers) if eligible(pid)]}
+        return {None: [pid for pid in sorted(providers) if allowed(pid)]}
     # One provider serves the whole group: start from the class fewest hold.
     scarcest = min(group.resources, key=lambda rc: len(with_room.get(rc, ())))
     return {
@@ -144,85 +297,30 @@ def group_options(found: Found, group: RequestGroup) -> Options:
                 (pid, rc) in room and room[(pid, rc)].fits(amount)
                 for rc, amount in group.resources.items()
             )
-            and eligible(pid)
+            and allowed(pid)
         ]
     }
 
 
-def _kept_eligibility(found: Found, group: RequestGroup) -> Callable[[int], bool]:
-    """``_eligibility``; with the shape of the cloud at hand (``found.world``),
-    as the set of every provider of it the group's rules allow, worked out
-    once per shape: room aside, the verdict depends on the shape alone."""
+def _allowed(found: Found, group: RequestGroup) -> Callable[[int], bool]:
+    """provider id -> whether every rule of the group passes it (room
+    aside): what ``passing`` leaves of every provider (of the cloud, with
+    its shape at hand, ``found.world``: worked out once per shape)."""
     shape = found.world
+    cloud: Cloud = found
+    if shape is not None:
+        cloud = _Whole(
+            shape.providers, found.traits, found.aggregates, found.sharing, found.shares_with
+        )
+
+    checks = rules(group, cloud)
+    if not checks:
+        return _always
     if shape is None:
-        return _eligibility(found, group)
-    eligible = _eligibility(found, group, shape.providers)
-    if eligible is _always:
-        return _always
-    required, member_of = group.required, group.member_of
-    key = (
-        "eligible",
-        group.same_provider,
-        tuple(required.any_of),
-        frozenset(required.forbidden),
-        tuple(member_of.any_of),
-        frozenset(member_of.forbidden),
-        group.in_tree,
-        frozenset(found.sharing),
-    )
-    allowed = shape.remember(
-        key, lambda: frozenset(pid for pid in shape.providers if eligible(pid))
-    )
+        return frozenset(passing(checks, cloud.providers)).__contains__
+    key = ("eligible", group.same_provider, asked(checks), frozenset(found.sharing))
+    allowed = shape.remember(key, lambda: frozenset(passing(checks, cloud.providers)))
     return allowed.__contains__
-
-
-def _eligibility(
-    found: Found, group: RequestGroup, every: Mapping[int, Any] | None = None
-) -> Callable[[int], bool]:
-    """provider id -> whether the group's traits, member_of and in_tree allow
-    it (room aside). Verdicts are kept by (traits, aggregates, root's
-    aggregates): the sets are interned, so the thousands of providers of a
-    cloud share a few keys and the rules run a few times per request."""
-    providers = found.providers if every is None else every
-    tree_root = in_tree_root(providers, group.in_tree)
-    # The traits one provider is judged by: forbidden ones, and a granular
-    # group's any-of sets (the unsuffixed group's are met collectively).
-    judged = group.required.forbidden or (group.same_provider and group.required.any_of)
-    if tree_root is None and not group.member_of and not judged:
-        return _always
-    traits, sharing = found.traits, found.sharing
-    aggregates = found.aggregates
-    spreads = not group.same_provider
-    by_aggregate = bool(group.member_of)  # once, not once per provider
-    verdicts: dict[_Key, bool] = {}
-    # The unsuffixed group's sharing providers: those that may serve some
-    # tree (sharing_trees), their traits judged below as any provider's.
-    narrowed = spreads and narrows(group) and bool(sharing)
-
-    def eligible(pid: int) -> bool:
-        provider = providers[pid]
-        if narrowed and pid in sharing:
-            shares_with = found.shares_with
-            if not sharing_trees(group, pid, providers, aggregates, shares_with, tree_root):
-                return False
-            return qualifies(group, traits[pid], None, None)
-        if tree_root is not None and provider.root_id != tree_root:
-            return False
-        mine = root_aggregates = None
-        if by_aggregate:
-            mine = aggregates.get(pid, _NONE)
-            # For the unsuffixed group an aggregate on a root spans its tree:
-            # the provider itself or its root must meet every member_of. A
-            # granular group's provider must meet them itself.
-            if spreads:
-                root_aggregates = aggregates.get(provider.root_id, _NONE)
-        key = (traits[pid], mine, root_aggregates)
-        verdict = verdicts.get(key)
-        if verdict is None:
-            verdict = verdicts[key] = qualifies(group, *key)
-        return verdict
-
-    return eligible
 
 
 def _always(pid: int) -> bool:
@@ -236,29 +334,6 @@ def in_tree_root(providers: Mapping[int, Any], in_tree: str | None) -> int | Non
         return None
     tree = next((p for p in providers.values() if p.uuid == in_tree), None)
     return tree.root_id if tree is not None else -1
-
-
-def qualifies(
-    group: RequestGroup,
-    traits: frozenset[str],
-    mine: frozenset[str] | None,
-    root_aggregates: frozenset[str] | None,
-) -> bool:
-    """The group's member_of and trait rules for one provider's traits and
-    aggregates (``mine``; None when the group has no member_of) and, for the
-    unsuffixed group, its root's (``root_aggregates``; None when they do not
-    count). The unsuffixed group's any-of traits are met by its providers
-    together, so merge.py checks them, not this."""
-    member_of = group.member_of
-    if member_of and mine is not None:
-        holders = [mine] if root_aggregates is None else [mine, root_aggregates]
-        if not aggregates_allow(group, holders):
-            return False
-    if traits & group.required.forbidden:
-        return False
-    if group.same_provider and any(not (traits & any_of) for any_of in group.required.any_of):
-        return False
-    return True
 
 
 def aggregates_allow(group: RequestGroup, holders: list[frozenset[str]]) -> bool:
@@ -275,30 +350,39 @@ def aggregates_allow(group: RequestGroup, holders: list[frozenset[str]]) -> bool
 
 def anchors(found: Found, request: Request) -> list[int]:
     """Trees a candidate may be built on, in id order: every loaded tree
-    whose root meets root_required, root_forbidden and root_member_of. The
-    rules are the root's alone: a child's traits or aggregates, and the
-    sharing providers a candidate may add, do not count."""
+    whose root passes the request's rules (``root_rules``). The rules are
+    the root's alone: a child's traits or aggregates, and the sharing
+    providers a candidate may add, do not count."""
     roots = sorted({p.root_id for p in found.providers.values()})
-    return roots_meeting(request, roots, found.traits, found.aggregates)
+    return passing(root_rules(request, found.traits, found.aggregates), roots)
 
 
-def roots_meeting(
+def root_rules(
     request: Request,
-    roots: list[int],
-    traits: dict[int, frozenset[str]],
-    aggregates: dict[int, frozenset[str]],
-) -> list[int]:
-    """Those of ``roots`` (in their order) that meet the request's root rules."""
+    traits: Mapping[int, frozenset[str]],
+    aggregates: Mapping[int, frozenset[str]],
+) -> list[Rule]:
+    """The request's rules of an anchor (a root, with these ``traits`` and
+    ``aggregates``), in order, those asked: root_required (required and
+    ``!`` forbidden traits), root_member_of (an aggregate of each any-of
+    list, none of the forbidden)."""
+    found: list[Rule] = []
     if request.root_required or request.root_forbidden:
-        required, forbidden = request.root_required, request.root_forbidden
-        roots = [r for r in roots if required <= traits[r] and not (forbidden & traits[r])]
-    if request.root_member_of:
-        roots = [r for r in roots if in_aggregates(request, aggregates.get(r, _NONE))]
-    return roots
+        required, forbidden = frozenset(request.root_required), frozenset(request.root_forbidden)
 
+        def holds(root: int) -> bool:
+            return required <= traits[root] and not (forbidden & traits[root])
 
-def in_aggregates(request: Request, held: frozenset[str]) -> bool:
-    """Whether a root in aggregates ``held`` meets root_member_of: one of
-    each any-of list (every repetition must hold), none of the forbidden."""
+        shown = sorted(required) + [f"!{trait}" for trait in sorted(forbidden)]
+        found.append(Rule("root_required", shown, holds))
     member_of = request.root_member_of
-    return all(held & any_of for any_of in member_of.any_of) and not (held & member_of.forbidden)
+    if member_of:
+        any_of, banned = member_of.any_of, frozenset(member_of.forbidden)
+
+        def member(root: int) -> bool:
+            held = aggregates.get(root, _NONE)
+            return all(held & one for one in any_of) and not (held & banned)
+
+        shown = [listed(one) for one in any_of] + [f"!{agg}" for agg in sorted(banned)]
+        found.append(Rule("root_member_of", shown, member))
+    return found

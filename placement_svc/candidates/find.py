@@ -22,12 +22,13 @@ from microversion_parse import Version
 from sqlalchemy.engine import Connection
 
 from placement_svc import microversion as mv
-from placement_svc.candidates import capacity as capacity_rules
-from placement_svc.candidates import explain as explain_rules
-from placement_svc.candidates import merge, model, render, search, summaries, survey
-from placement_svc.candidates.merge import Assignment
+from placement_svc.candidates import merge, model, render, search, summaries
+from placement_svc.candidates.explain import capacity as capacity_rules
+from placement_svc.candidates.explain import cloud, names
+from placement_svc.candidates.explain import explanation as explain_rules
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
+from placement_svc.candidates.walk import Assignment
 
 
 class Settings(NamedTuple):
@@ -62,7 +63,7 @@ def find(
 
 class Answer(NamedTuple):
     """Everything the body of an answer is made of, read and decided: the
-    candidates (as assignments of merge.slots), the providers to summarise
+    candidates (as assignments of walk.slots), the providers to summarise
     and their inventories of classes not requested (1.27+)."""
 
     found: Found
@@ -215,9 +216,10 @@ def find_noting_empty(
     settings: Settings = Settings(),
     rng: random.Random | None = None,
 ) -> Noted:
-    """``find``, and what Noted holds, from the same snapshot. A non-empty
-    answer costs nothing more. An empty one comes from a search of every
-    tree (see ``_answer``), which the explanation reads."""
+    """``find``, and what Noted holds, from the same snapshot, with not one
+    statement more. An empty answer comes from a search of every tree (see
+    ``_answer``): its reason is the explanation of that very search, on
+    the shape of the cloud it was made of (explain/cloud.py)."""
     answer, found, tally = _answer(conn, wanted, version, settings, rng)
     if found.members is not None:  # a tree of several providers is nested
         nested = any(len(tree) > 1 for tree in found.members.values())
@@ -225,7 +227,7 @@ def find_noting_empty(
         nested = any(provider.parent_id is not None for provider in found.providers.values())
     if answer.chosen:
         return Noted(answer, None, nested, tally.pruned)
-    why = explain(conn, wanted, settings, near=0, found=found)
+    why = explain_rules.explain(found, cloud.of(found), wanted, settings.max_candidates, near=0)
     return Noted(answer, explain_rules.first_empty_step(why), nested, tally.pruned)
 
 
@@ -234,14 +236,16 @@ def explain(
     wanted: Request,
     settings: Settings = Settings(),
     near: int = explain_rules.NEAR_MISSES,
-    found: Found | None = None,
 ) -> dict[str, Any]:
     """The body of GET /allocation_candidates/explain: the search the answer
-    runs (``found``, when it has run already), and the whole cloud beside it."""
-    if found is None:
-        found = _search(conn, wanted, settings)
-    cloud = survey.load(conn, wanted)
-    return explain_rules.explain(found, cloud, wanted, settings.max_candidates, near)
+    runs, seen whole (explain/cloud.py); for near misses, the providers'
+    names and the inventories' numbers beside it."""
+    found = _search(conn, wanted, settings)
+    whole = cloud.of(found)
+    if near > 0:
+        whole.names = names.provider_names(conn)
+        whole.inventories = names.inventories(conn, found.classes)
+    return explain_rules.explain(found, whole, wanted, settings.max_candidates, near)
 
 
 def capacity(conn: Connection, wanted: Request, settings: Settings = Settings()) -> dict[str, Any]:
@@ -250,11 +254,11 @@ def capacity(conn: Connection, wanted: Request, settings: Settings = Settings())
     found = _search(conn, wanted, settings)
     counted = capacity_rules.capacity(found, wanted)
     shown = counted["trees"][: wanted.limit] if wanted.limit else counted["trees"]
-    names = search.provider_names(conn, (tree["root"] for tree in shown))
+    named = names.provider_names(conn, (tree["root"] for tree in shown))
     return {
         "trees": [
             {
-                "root": {"uuid": found.providers[t["root"]].uuid, "name": names[t["root"]]},
+                "root": {"uuid": found.providers[t["root"]].uuid, "name": named[t["root"]]},
                 "copies": t["copies"],
                 "exact": t["exact"],
             }

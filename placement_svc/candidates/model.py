@@ -35,6 +35,24 @@ class Room(NamedTuple):
             and amount <= self.free
         )
 
+    def lacks(self, *amounts: int) -> tuple[str, ...]:
+        """What keeps ``amounts`` (one group's, or several groups' on one
+        provider) off this room: "capacity", "max_unit", "min_unit",
+        "step_size", each that applies. As the walk has it: each amount on
+        its own meets min_unit and step_size, their sum fits in the free
+        room and max_unit. Empty, for one amount, exactly when ``fits``."""
+        needs = sum(amounts)
+        lacking = []
+        if needs > self.free:
+            lacking.append("capacity")
+        if needs > self.max_unit:
+            lacking.append("max_unit")
+        if any(amount < self.min_unit for amount in amounts):
+            lacking.append("min_unit")
+        if any(amount % self.step_size for amount in amounts):
+            lacking.append("step_size")
+        return tuple(lacking)
+
 
 class SearchBudgetExceeded(Exception):
     """The walks of one request took more steps than its budget allows."""
@@ -92,15 +110,17 @@ class Found:
     # a provider's traits in id order (the order upstream's database gives)
     trait_ids: dict[str, int] = field(default_factory=dict)
     room: dict[tuple[int, str], Room] = field(default_factory=dict)
-    # (provider, requested class) -> (capacity, used) where there is no room:
-    # provider summaries show these too
-    full: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict)
+    # (provider, requested class) -> its room where that is too little for
+    # the class's smallest requested amount: provider summaries show these
+    # too, an explanation counts them. ``room`` and ``full`` together hold
+    # every inventory of every requested class (of the trees searched).
+    full: dict[tuple[int, str], Room] = field(default_factory=dict)
+    # every requested class, as the request names it -> its id
+    classes: dict[str, int] = field(default_factory=dict)
     # class -> providers with room for the class's smallest requested amount,
     # in id order: an index of ``room`` the search builds as it reads
     with_room: dict[str, list[int]] = field(default_factory=dict)
-    # provider -> its aggregates' uuids: for every provider loaded when a
-    # group has member_of; for the roots alone when only root_member_of asks
-    # (empty when neither does)
+    # provider -> its aggregates' uuids (the shape's: every provider)
     aggregates: dict[int, frozenset[str]] = field(default_factory=dict)
     # suffix -> resource class (None for a granular group as a whole) -> provider ids
     options: dict[str, dict[str | None, list[int]]] = field(default_factory=dict)
@@ -123,69 +143,3 @@ class Found:
     world: Any = None
     # The request's budget of walk steps, shared by every walk of the request.
     budget: Budget = field(default_factory=Budget)
-
-
-# What GET /allocation_candidates/explain reads besides a Found: the whole
-# cloud, with names and every inventory of the requested classes, so that it
-# can say why a provider does not serve a group, not only that it does not.
-
-
-class Stock(NamedTuple):
-    """One inventory of a requested class, whole, with its used amount."""
-
-    total: int
-    reserved: int
-    allocation_ratio: float
-    min_unit: int
-    max_unit: int
-    step_size: int
-    used: int
-
-    @property
-    def free(self) -> float:
-        """As the search computes it: (total - reserved) * ratio - used."""
-        return (self.total - self.reserved) * self.allocation_ratio - self.used
-
-    def lacks(self, *amounts: int) -> tuple[str, ...]:
-        """What keeps ``amounts`` (one group's, or several groups' on one
-        provider) off this inventory: "capacity", "max_unit", "min_unit",
-        "step_size", each that applies. As the walk has it: each amount on
-        its own meets min_unit and step_size, their sum fits in the free
-        room and max_unit. Empty, for one amount, exactly when the search's
-        Room.fits says it fits."""
-        needs = sum(amounts)
-        lacking = []
-        if needs > self.free:
-            lacking.append("capacity")
-        if needs > self.max_unit:
-            lacking.append("max_unit")
-        if any(amount < self.min_unit for amount in amounts):
-            lacking.append("min_unit")
-        if any(amount % self.step_size for amount in amounts):
-            lacking.append("step_size")
-        return tuple(lacking)
-
-
-@dataclass
-class Survey:
-    """Every provider of the cloud with its name, traits and (when the
-    request asks about them) aggregates; every inventory of the requested
-    classes; the sharing providers and the trees they share with."""
-
-    providers: dict[int, Provider] = field(default_factory=dict)
-    names: dict[int, str] = field(default_factory=dict)
-    traits: dict[int, frozenset[str]] = field(default_factory=dict)
-    aggregates: dict[int, frozenset[str]] = field(default_factory=dict)
-    stock: dict[tuple[int, str], Stock] = field(default_factory=dict)
-    sharing: set[int] = field(default_factory=set)
-    shares_with: dict[int, set[int]] = field(default_factory=dict)  # sharing id -> root ids
-
-    def roots(self) -> list[int]:
-        return sorted({p.root_id for p in self.providers.values()})
-
-    def reach(self, pid: int) -> set[int]:
-        """The trees a provider may serve: its own, and for a sharing
-        provider every tree it shares with."""
-        if pid in self.sharing:
-            return self.shares_with.get(pid, set()) | {self.providers[pid].root_id}
-        return {self.providers[pid].root_id}

@@ -1,4 +1,4 @@
-"""What lets merge.py's walk give up early on a tree. Pure.
+"""What lets the walk (walk.py) give up early on a tree. Pure.
 
 Every rule here is safe: none ever drops a candidate the rules would keep.
 
@@ -46,7 +46,7 @@ from placement_svc.candidates.model import Found, Room
 
 
 class Slot(Protocol):
-    """What these rules read of merge.py's slots."""
+    """What these rules read of walk.py's slots."""
 
     @property
     def amounts(self) -> tuple[tuple[str, int], ...]: ...

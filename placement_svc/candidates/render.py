@@ -1,7 +1,7 @@
 """The response body of GET /allocation_candidates, per microversion. Pure.
 
 One body in two forms: ``body``, a dict made of Candidates, and ``chunks``,
-the same JSON as bytes made of assignments (merge.py: a provider per slot),
+the same JSON as bytes made of assignments (walk.py: a provider per slot),
 a few hundred candidates at a time. ``chunks`` is what the service sends:
 an answer of tens of thousands of candidates is never held whole, neither
 as dicts nor as one string. It writes each candidate from a template per
@@ -28,8 +28,9 @@ from microversion_parse import Version
 
 from placement_svc import microversion as mv
 from placement_svc.candidates import merge
-from placement_svc.candidates.merge import Assignment, Candidate
+from placement_svc.candidates.merge import Candidate
 from placement_svc.candidates.model import Found
+from placement_svc.candidates.walk import Assignment
 
 # provider -> class -> (capacity, used) of the classes not requested (1.27+)
 Other = dict[int, dict[str, tuple[int, int]]]
@@ -39,7 +40,7 @@ BATCH = 512
 
 
 class Slot(Protocol):
-    """What render reads of merge.py's slots."""
+    """What render reads of walk.py's slots."""
 
     @property
     def suffix(self) -> str: ...
@@ -271,13 +272,9 @@ def _summaries(
     for pid in providers:
         resources = {}
         for rc in classes:
-            held = room.get((pid, rc))
+            held = room.get((pid, rc)) or full.get((pid, rc))
             if held is not None:
                 resources[rc] = {"capacity": held.capacity, "used": held.used}
-            else:
-                counts = full.get((pid, rc))
-                if counts is not None:
-                    resources[rc] = {"capacity": counts[0], "used": counts[1]}
         more = other.get(pid)
         if more:
             for rc, (capacity, used) in more.items():

@@ -1,17 +1,25 @@
 """same_subtree and its negated groups (1.43): which provider is the subtree
 root of a set of groups' providers, and whether a negated group's provider
-keeps out of that subtree. Pure: the walk in merge.py asks these at the slot
+keeps out of that subtree. Pure: the walk (walk.py) asks these at the slot
 that completes each rule, and asks ``may_still_root`` at the slots before,
 so that a branch whose placed groups can no longer share a subtree ends at
 once rather than at its last slot."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from placement_svc.candidates.model import Found, Survey
+from placement_svc.candidates.model import Provider
 from placement_svc.candidates.request import Request
+
+
+class Trees(Protocol):
+    """What these rules read of a cloud (a Found, or an explanation's view
+    of the whole cloud): each provider's parent."""
+
+    @property
+    def providers(self) -> Mapping[int, Provider]: ...
 
 
 class Slot(Protocol):
@@ -45,9 +53,7 @@ def partial(
     return placed_by
 
 
-def may_still_root(
-    found: Found | Survey, members: set[int], later_options: Sequence[set[int]]
-) -> bool:
+def may_still_root(found: Trees, members: set[int], later_options: Sequence[set[int]]) -> bool:
     """Part of a same_subtree set is placed on ``members``; can the rest
     still make the set hold? Its root must be an ancestor-or-self of every
     member: when no member is one, it can only be the provider of a group
@@ -97,7 +103,7 @@ def apart_completion(
 
 
 def apart(
-    found: Found | Survey,
+    found: Trees,
     slots: Sequence[Slot],
     assigned: list[int],
     positive: frozenset[str],
@@ -121,7 +127,7 @@ def apart(
     return True
 
 
-def root(found: Found | Survey, members: set[int]) -> int | None:
+def root(found: Trees, members: set[int]) -> int | None:
     """The member that is an ancestor-or-self of every member, or None.
 
     It is unique when it exists (two providers each an ancestor-or-self of

@@ -20,7 +20,8 @@ import falcon.uri
 from placement_svc import errors
 from placement_svc import microversion as mv
 from placement_svc.api import allocation_candidates as api
-from placement_svc.candidates import find, text
+from placement_svc.candidates import find
+from placement_svc.candidates.explain import text
 from placement_svc.cmd.bootstrap import Failure, engine_for, require_head, shown_url
 from placement_svc.db.engine import Database
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue

@@ -40,6 +40,7 @@ from tests.support.servers import (
     serving,
     write_conf,
 )
+from tests.support.small_cloud import FLAVOR, HOST_A, HOST_B, HOST_C, small_cloud
 
 
 @pytest.fixture
@@ -372,49 +373,6 @@ class TestWsgi:
 
 
 # -- explain and capacity: the API's answers, from the database ----------------
-
-HOST_A = "aaaaaaaa-0000-4000-8000-00000000000a"  # AVX2, but 14 of its 16 VCPU in use
-HOST_B = "bbbbbbbb-0000-4000-8000-00000000000b"  # AVX2, too little memory
-HOST_C = "cccccccc-0000-4000-8000-00000000000c"  # room enough, no AVX2
-CONSUMER = "dddddddd-0000-4000-8000-00000000000d"
-# A flavor of 4 VCPU and 8 GiB on an AVX2 host: no host has it all.
-FLAVOR = "resources=VCPU:4,MEMORY_MB:8192&required=HW_CPU_X86_AVX2"
-
-
-def small_cloud(client) -> None:
-    """Three hosts, written through the API: each lacks one thing the flavor
-    needs, host-a only because of what an instance already uses."""
-    hosts = [
-        ("host-a", HOST_A, {"VCPU": 16, "MEMORY_MB": 32768}, ["HW_CPU_X86_AVX2"]),
-        ("host-b", HOST_B, {"VCPU": 8, "MEMORY_MB": 4096}, ["HW_CPU_X86_AVX2"]),
-        ("host-c", HOST_C, {"VCPU": 8, "MEMORY_MB": 16384}, []),
-    ]
-    for name, rp_uuid, inventory, traits in hosts:
-        answer = client.post("/resource_providers", json={"name": name, "uuid": rp_uuid})
-        assert answer.status_code == 200, answer.text
-        inventories = {rc: {"total": total} for rc, total in inventory.items()}
-        answer = client.put(
-            f"/resource_providers/{rp_uuid}/inventories",
-            json={"resource_provider_generation": 0, "inventories": inventories},
-        )
-        assert answer.status_code == 200, answer.text
-        answer = client.put(
-            f"/resource_providers/{rp_uuid}/traits",
-            json={"resource_provider_generation": 1, "traits": traits},
-        )
-        assert answer.status_code == 200, answer.text
-    answer = client.put(
-        f"/allocations/{CONSUMER}",
-        json={
-            "allocations": {HOST_A: {"resources": {"VCPU": 14, "MEMORY_MB": 2048}}},
-            "project_id": "demo",
-            "user_id": "demo",
-            "consumer_generation": None,
-            "consumer_type": "INSTANCE",
-        },
-    )
-    assert answer.status_code == 204, answer.text
-
 
 EXPLAIN_FLAVOR = f"""\
 Candidates: 0, in 0 trees (the cloud: 3 providers in 3 trees).

@@ -3,10 +3,13 @@
 One INFO line on ``placement_svc.requests``, "No allocation candidates for
 <request id>: <step>", where the request id is the one the answer's
 ``x-openstack-request-id`` header carries and the step is the first one of
-the explanation that left nothing. An answer with candidates logs no such
-line and costs nothing for it: the very statements ``find.find`` alone
-issues, counted with a ``before_cursor_execute`` listener on the engine.
-On every database backend, through the whole WSGI application.
+the explanation that left nothing. Neither an answer with candidates nor
+an empty one costs a statement more for it: each runs the very statements
+``find.find`` alone issues (counted with a ``before_cursor_execute``
+listener on the engine), an empty one as many as one with candidates: the
+reason is the explanation of the search the answer ran, on the shape of
+the cloud it was made of, with nothing read again. On every database
+backend, through the whole WSGI application.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ from functools import partial
 from urllib.parse import parse_qs
 
 import pytest
-from sqlalchemy import event
 
 from placement_svc import app
 from placement_svc import microversion as mv
 from placement_svc.candidates import find, request
 from placement_svc.db.engine import Database, create_engine
-from tests.functional.test_cli import FLAVOR, small_cloud
 from tests.support import fixtures
+from tests.support.small_cloud import FLAVOR, small_cloud
+from tests.support.statements import Statements
 
 REQUESTS = "placement_svc.requests"
 EMPTY = "No allocation candidates for "
@@ -32,32 +35,14 @@ EMPTY = "No allocation candidates for "
 @pytest.fixture
 def cloud(test_db):
     """(a client of the whole application, its engine, its configuration) on
-    this backend's test database, with test_cli's small cloud in it: three
-    hosts, none with room for FLAVOR."""
+    this backend's test database, with the small cloud in it
+    (tests/support/small_cloud.py): three hosts, none with room for FLAVOR."""
     engine = create_engine(test_db.url)
     conf = fixtures.make_conf()
     client = fixtures.api_client(app.create_app(conf, Database(engine)))
     small_cloud(client)
     yield client, engine, conf
     engine.dispose()
-
-
-class Statements:
-    """Every SQL statement an engine runs inside the block."""
-
-    def __init__(self, engine):
-        self.engine = engine
-        self.seen: list[str] = []
-
-    def _listen(self, conn, cursor, statement, *_args):
-        self.seen.append(statement)
-
-    def __enter__(self):
-        event.listen(self.engine, "before_cursor_execute", self._listen)
-        return self.seen
-
-    def __exit__(self, *exc_info):
-        event.remove(self.engine, "before_cursor_execute", self._listen)
 
 
 def requests_log(caplog) -> list[logging.LogRecord]:
@@ -128,19 +113,43 @@ def test_an_answer_with_candidates_logs_no_reason_and_runs_only_the_search(cloud
     assert served == alone
 
 
-def test_the_reason_costs_statements_only_when_the_answer_is_empty(cloud):
-    """The other side of the test above: an empty answer runs find.find's
-    statements and then the explanation's."""
-    client, engine, conf = cloud
+EMPTY_QUERIES = [
+    FLAVOR,
+    "resources=VCPU:4,MEMORY_MB:65536",
+    "resources=VCPU:1&member_of=eeeeeeee-0000-4000-8000-00000000000e",
+]
+WITH_CANDIDATES = "resources=VCPU:2,MEMORY_MB:2048"
+
+
+def _alone(engine, conf, query: str) -> list[str]:
+    """The statements find.find alone runs for ``query`` (the shape of the
+    cloud read once before, and kept)."""
     version = mv.MAX_VERSION
-    wanted = request.parse(parse_qs(FLAVOR, keep_blank_values=True), version)
+    wanted = request.parse(parse_qs(query, keep_blank_values=True), version)
     work = partial(
         find.find, wanted=wanted, version=version, settings=find.Settings.of(conf.placement)
     )
     Database(engine).read(work)  # the process reads the cloud's shape once, and keeps it
     with Statements(engine) as alone:
         Database(engine).read(work)
+    return alone
+
+
+@pytest.mark.parametrize("query", EMPTY_QUERIES)
+def test_the_reason_of_an_empty_answer_costs_no_statement(cloud, caplog, query):
+    """An empty answer logs its reason and runs find.find's statements, no
+    more: as many as an answer with candidates (three here, the shape of
+    the cloud being kept). The explanation used to read the whole cloud
+    again: four statements more, five with member_of."""
+    client, engine, conf = cloud
+    alone = _alone(engine, conf, query)
+    caplog.set_level(logging.INFO, logger=REQUESTS)
+    caplog.clear()
     with Statements(engine) as served:
-        assert client.get(f"/allocation_candidates?{FLAVOR}").json()["allocation_requests"] == []
-    assert len(served) > len(alone)
-    assert served[: len(alone)] == alone
+        assert client.get(f"/allocation_candidates?{query}").json()["allocation_requests"] == []
+    assert [r for r in requests_log(caplog) if r.getMessage().startswith(EMPTY)]
+    assert served == alone
+    with Statements(engine) as answered:
+        body = client.get(f"/allocation_candidates?{WITH_CANDIDATES}").json()
+    assert body["allocation_requests"]
+    assert len(served) == len(answered) == len(_alone(engine, conf, WITH_CANDIDATES))

@@ -1,7 +1,7 @@
 """The shape of the cloud a process keeps (candidates/world.py), the world
 generation that says when to read it again (db/shape_changes.py: triggers,
 here SQLite's; tests/functional/test_shape_changes.py has the others), and
-the search of the first anchors only (search.window / search.searched).
+the search of the first anchors only (rooms.window / rooms.found).
 
 What is proven: which statements a transaction notes as changing the shape
 (inventories, traits and aggregates of providers, providers created,
@@ -24,7 +24,7 @@ from contextlib import nullcontext
 import pytest
 import sqlalchemy as sa
 
-from placement_svc.candidates import merge, search, world
+from placement_svc.candidates import merge, rooms, world
 from placement_svc.candidates.model import Provider
 from placement_svc.db import engine as db_engine
 from placement_svc.db import shape_changes, tables
@@ -282,11 +282,11 @@ def test_a_search_of_the_first_anchors_walks_into_a_prefix_of_the_whole_answer()
         shape = as_world(random_cloud(rng))
         req = ask(random_nova_query(rng))
         wanted = wanted_of(req)
-        whole = search.searched(shape, req, wanted, {})
+        whole = rooms.found(shape, req, wanted, {})
         answer = [c.key() for c in merge.generate(req, whole)]
         for first in range(1, len(shape.roots) + 2):
-            cut = search.window(shape, req, wanted, first)
-            part = search.searched(shape, req, wanted, {}, cut)
+            cut = rooms.window(shape, req, wanted, first)
+            part = rooms.found(shape, req, wanted, {}, cut)
             walked = [c.key() for c in merge.generate(req, part)]
             assert part.roots == whole.roots[: len(part.roots)]
             assert walked == answer[: len(walked)]
@@ -313,12 +313,25 @@ def test_of_world_reads_the_room_of_the_wanted_classes_against_fresh_usage():
     }
     shape.holders = {0: frozenset({1, 2, 3})}
     shape.members, shape.roots = {1: [1], 2: [2], 3: [3]}, frozenset({1, 2, 3})
-    found = search.of_world(shape, {0: ("VCPU", 2)}, {0: {1: 7, 2: 1}})
+    found = rooms.of_world(shape, {0: ("VCPU", 2)}, {0: {1: 7, 2: 1}})
     assert found.with_room == {"VCPU": [2, 3]}
-    assert found.full == {(1, "VCPU"): (8, 7)}
+    assert found.full == {(1, "VCPU"): (1.0, 1, 8, 1, 8, 7)}  # its room, too small
     assert found.room[(2, "VCPU")] == (3.0, 2, 4, 2, 4, 1)
     assert found.room[(3, "VCPU")] == (2.0, 1, 2, 1, 2, 0)  # nothing used on it
-    assert search.of_world(shape, {0: ("VCPU", 3)}, {0: {}}).full[(3, "VCPU")] == (2, 0)
+    assert rooms.of_world(shape, {0: ("VCPU", 3)}, {0: {}}).full[(3, "VCPU")] == (
+        2.0,
+        1,
+        2,
+        1,
+        2,
+        0,
+    )
+    # A class asked beyond what any inventory holds chooses no tree, but
+    # its inventories are in full, with their used amounts.
+    beyond = rooms.of_world(shape, {}, {0: {1: 7}}, beyond={0: ("VCPU", 2**31)})
+    assert beyond.with_room == {} and beyond.providers == {} and beyond.classes == {"VCPU": 0}
+    assert sorted(beyond.full) == [(1, "VCPU"), (2, "VCPU"), (3, "VCPU")]
+    assert beyond.full[(1, "VCPU")] == (1.0, 1, 8, 1, 8, 7)
     assert found.providers is shape.providers  # every tree: the world's own, shared
 
 

@@ -46,7 +46,9 @@ from microversion_parse import Version
 from sqlalchemy.engine import Connection
 
 from placement_svc import errors
-from placement_svc.candidates import funnel, merge, request, search, survey
+from placement_svc.candidates import merge, request, search
+from placement_svc.candidates.explain import cloud as explain_cloud
+from placement_svc.candidates.explain import funnel
 from placement_svc.candidates.find import Settings, capacity, explain, find
 from placement_svc.db import names, tables
 from placement_svc.db.allocations import Wanted
@@ -690,7 +692,7 @@ def check_funnel(db: Database, case: Case, problems: list[str]) -> None:
 
     def read(conn: Connection) -> tuple[Any, ...]:
         found = search.search(conn, wanted)
-        return found, survey.load(conn, wanted), explain(conn, wanted, Settings(), near=0)
+        return found, explain_cloud.of(found), explain(conn, wanted, Settings(), near=0)
 
     found, cloud, body = db.read(read)
     loaded = {p.root_id for p in found.providers.values()}
@@ -772,7 +774,7 @@ def check_capacity(
     wanted = case.wanted
 
     def read(conn: Connection) -> tuple[Any, ...]:
-        return capacity(conn, wanted), survey.load(conn, wanted)
+        return capacity(conn, wanted), explain_cloud.of(search.search(conn, wanted))
 
     body, cloud = db.read(read)
     by_uuid = {p.uuid: p.id for p in cloud.providers.values()}
@@ -787,7 +789,7 @@ def check_capacity(
         # A sharing provider in reach that holds none of the requested
         # classes offers no other way to serve a copy.
         reached = any(
-            root in cloud.shares_with.get(s, ()) and any((s, rc) in cloud.stock for rc in totals)
+            root in cloud.shares_with.get(s, ()) and any((s, rc) in cloud.room for rc in totals)
             for s in cloud.sharing
             if s != root
         )
@@ -800,8 +802,12 @@ def check_capacity(
             )
         if not (tree["exact"] and one_way):
             continue
+        # The room of the world as written, not as the search weighed it.
+        written = next(n for n in case.world.nodes if n.uuid == tree["root"]["uuid"])
         brute = min(
-            math.floor(cloud.stock[(root, rc)].free / amount) for rc, amount in totals.items()
+            math.floor(((held.total - held.reserved) * held.ratio - held.used) / amount)
+            for rc, amount in totals.items()
+            for held in [written.inventories[rc]]
         )
         exact += 1
         if brute != tree["copies"]:

@@ -1,4 +1,4 @@
-"""candidates.capacity on hand-built Founds, no database.
+"""candidates.explain.capacity on hand-built Founds, no database.
 
 What is proven: a tree of one provider (no sharing provider in reach) holds
 min(floor(free / amount)) copies over the classes, amounts of several
@@ -19,11 +19,12 @@ import dataclasses
 import math
 import random
 
-from placement_svc.candidates import capacity, merge
+from placement_svc.candidates import merge
+from placement_svc.candidates.explain import capacity
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
+from tests.support.clouds import Cloud, ask, inventory
 from tests.unit import test_candidates_merge as merge_tests
-from tests.unit.test_candidates_funnel import Cloud, ask, inventory
 
 
 def counted(cloud: Cloud, qs: str) -> tuple[dict, Found]:
@@ -33,7 +34,7 @@ def counted(cloud: Cloud, qs: str) -> tuple[dict, Found]:
 
 
 def per_tree(cloud: Cloud, body: dict) -> list[tuple[str, int, bool]]:
-    return [(cloud.survey.names[t["root"]], t["copies"], t["exact"]) for t in body["trees"]]
+    return [(cloud.data.names[t["root"]], t["copies"], t["exact"]) for t in body["trees"]]
 
 
 # Trees of one provider
@@ -91,10 +92,10 @@ def test_one_provider_clouds_at_random_follow_the_formula():
         req = ask(f"resources=VCPU:{amounts['VCPU']}&resources_G=DISK_GB:{amounts['DISK_GB']}")
         body = capacity.capacity(cloud.found(req), req)
         expected = []
-        for pid in cloud.survey.roots():
+        for pid in cloud.data.roots():
             copies = []
             for rc, amount in amounts.items():
-                stock = cloud.survey.stock.get((pid, rc))
+                stock = cloud.data.stock.get((pid, rc))
                 if stock is None or stock.lacks(amount):
                     copies.append(0)
                 else:

@@ -21,10 +21,14 @@ sharing providers may still serve the trees that remain).
 
 from __future__ import annotations
 
+import dataclasses
+import random
+
 from microversion_parse import Version
 
-from placement_svc.candidates import eligibility
+from placement_svc.candidates import eligibility, rooms
 from placement_svc.candidates.model import Found, Provider, Room
+from tests.support.clouds import CLASSES, random_cloud, random_request
 from tests.unit.test_candidates_merge import LATEST, ask
 
 AGG_A = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
@@ -180,14 +184,15 @@ def test_the_unsuffixed_groups_required_traits_rule_out_no_provider_alone():
 def test_only_forbidden_traits_judge_a_provider_of_the_unsuffixed_group():
     # Its any-of sets judge no provider alone: room decides, with no verdict
     # asked per provider; a forbidden trait is judged per provider.
-    group = ask("resources=VCPU:1&required=in:HW_CPU_X86_AVX,CUSTOM_GOLD").groups[""]
-    assert eligibility._eligibility(Found(), group) is eligibility._always
-    group = ask(
+    def named(qs: str, suffix: str = "") -> list[str]:
+        return [rule.name for rule in eligibility.rules(ask(qs).groups[suffix], Found())]
+
+    assert named("resources=VCPU:1&required=in:HW_CPU_X86_AVX,CUSTOM_GOLD&required=A") == []
+    assert named(
         "resources=VCPU:1&required=in:HW_CPU_X86_AVX,CUSTOM_GOLD&required=!CUSTOM_OLD"
-    ).groups[""]
-    assert eligibility._eligibility(Found(), group) is not eligibility._always
-    granular = ask("resources1=VCPU:1&required1=in:HW_CPU_X86_AVX,CUSTOM_GOLD").groups["1"]
-    assert eligibility._eligibility(Found(), granular) is not eligibility._always
+    ) == ["forbidden_traits"]
+    granular = "resources1=VCPU:1&required1=in:HW_CPU_X86_AVX,CUSTOM_GOLD&required1=A"
+    assert named(granular, "1") == ["required_traits", "any_of_traits"]
 
 
 # Aggregates
@@ -426,3 +431,33 @@ def test_sharing_providers_still_serve_the_trees_root_member_of_keeps():
         "host3",
         "numa4",
     ]
+
+
+# What a shape of the cloud keeps across requests
+
+
+def test_what_the_shape_keeps_across_requests_is_keyed_on_what_their_rules_ask():
+    """The providers each group's rules allow and the anchors of a search
+    of the first trees are kept in the shape of the cloud, across requests,
+    under what the rules ask (eligibility.asked): on one shape asked many
+    random requests, each is what a fresh shape gives."""
+    rng = random.Random(2929)
+    asked = 0
+    for _ in range(60):
+        cloud = random_cloud(rng)
+        shape = cloud.world(CLASSES)
+        for _ in range(10):
+            try:
+                req = ask(random_request(rng, cloud))
+            except Exception:  # a combination parse refuses
+                continue
+            fresh = dataclasses.replace(shape, _memo={})
+            kept, new = cloud.found(req, shape), cloud.found(req, fresh)
+            assert (kept.options, kept.reach, kept.roots) == (new.options, new.reach, new.roots)
+            wanted, _beyond = rooms.weighed(req, shape.class_ids)
+            for first in (1, 2):
+                assert rooms.window(shape, req, wanted, first) == rooms.window(
+                    fresh, req, wanted, first
+                ), req
+            asked += 1
+    assert asked > 250 and len(shape._memo) > 5, (asked, len(shape._memo))

@@ -1,4 +1,4 @@
-"""candidates.explain and candidates.text on a hand-built Found and Survey
+"""candidates.explain.explanation and .text on hand-built clouds (tests/support/clouds.py)
 (test_candidates_funnel.Cloud: both from one cloud), no database.
 
 What is proven: the request-wide filters (root_required with forbidden
@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from microversion_parse import Version
 
-from placement_svc.candidates import explain, merge, text
-from tests.unit.test_candidates_funnel import (
+from placement_svc.candidates import merge
+from placement_svc.candidates.explain import cloud as explain_cloud
+from placement_svc.candidates.explain import explanation as explain
+from placement_svc.candidates.explain import text
+from tests.support.clouds import (
     AGG1,
     AGG2,
     AGG3,
@@ -38,11 +42,42 @@ from tests.unit.test_candidates_funnel import (
 
 def explained(cloud: Cloud, qs: str, version: Version | None = None, **kwargs) -> dict:
     req = ask(qs) if version is None else ask(qs, version)
-    return explain.explain(cloud.found(req), cloud.survey, req, **kwargs)
+    found = cloud.found(req)
+    return explain.explain(found, cloud.whole(req, found), req, **kwargs)
 
 
 def rules(body: dict) -> list[tuple[str, list[str], int, int]]:
     return [(s["rule"], s["value"], s["before"], s["after"]) for s in body["merge_rules"]]
+
+
+# The cloud an explanation reads
+
+
+def test_the_explanation_reads_the_searchs_found_seen_whole():
+    """explain/cloud.py: every provider of the shape of the cloud; the room
+    of every inventory of a requested class as the search weighed it, too
+    small or not, and of a class asked past MAX_INT; the sharing providers
+    of the trees that hold one; and only of a search of every tree."""
+    cloud = Cloud()
+    cloud.provider("T1", stock={"VCPU": 4, "DISK_GB": inventory(10, used=8)})
+    cloud.provider("T2", stock={"MEMORY_MB": 1024})  # no requested class
+    cloud.sharing("S1", {"DISK_GB": 100}, ["T1"])
+    cloud.sharing("S2", {"MEMORY_MB": 100}, ["T2"])  # in a tree without one
+    req = ask(f"resources=VCPU:1,DISK_GB:5&resources_G=DISK_GB:{2**31}")
+    found = cloud.found(req)
+    whole = explain_cloud.of(found)
+    assert whole.providers == cloud.data.providers
+    assert found.room.keys() == {(1, "VCPU"), (3, "DISK_GB")}
+    assert whole.room.keys() == {(1, "VCPU"), (1, "DISK_GB"), (3, "DISK_GB")}
+    assert (whole.room[(1, "DISK_GB")].free, whole.room[(1, "DISK_GB")].used) == (2, 8)
+    assert whole.sharing == {cloud.ids["S1"]}
+    assert whole.shares_with == {cloud.ids["S1"]: {cloud.ids["S1"], cloud.ids["T1"]}}
+    # Asked past MAX_INT, DISK_GB chooses no tree, but the room is counted.
+    beyond = ask(f"resources=VCPU:1&resources_G=DISK_GB:{2**31}")
+    assert explain_cloud.of(cloud.found(beyond)).room.keys() == whole.room.keys()
+    found.complete = False  # a search of the first trees only
+    with pytest.raises(ValueError):
+        explain_cloud.of(found)
 
 
 # Request-wide filters
@@ -179,8 +214,8 @@ def test_one_provider_per_tree_before_1_29():
 
 def test_the_rules_come_in_a_fixed_order_each_from_where_the_last_ended():
     cloud = subtree_cloud()
-    cloud.survey.traits[cloud.ids["NUMA0"]] = frozenset({"CUSTOM_A"})
-    cloud.survey.traits[cloud.ids["NUMA1"]] = frozenset({"CUSTOM_A"})
+    cloud.data.traits[cloud.ids["NUMA0"]] = frozenset({"CUSTOM_A"})
+    cloud.data.traits[cloud.ids["NUMA1"]] = frozenset({"CUSTOM_A"})
     qs = (
         "resources=VCPU:1&required=CUSTOM_A&resources_C=VCPU:1&resources_F=CUSTOM_FPGA:1"
         "&resources_G=CUSTOM_FPGA:1&same_subtree=_C,!_F&isolate=_F"
@@ -303,7 +338,7 @@ def test_first_empty_step_at_a_merge_rule_or_after_them_all():
         == "shared_room DISK_GB left none of 1 tree"
     )
     cloud = isolation_cloud()
-    cloud.survey.stock.pop((cloud.ids["N1"], "VCPU"))
+    cloud.data.stock.pop((cloud.ids["N1"], "VCPU"))
     assert (
         why(cloud, "resources_A=VCPU:1&resources_B=VCPU:1&group_policy=isolate")
         == "group_policy=isolate _A,_B left none of 2 trees"
@@ -465,7 +500,7 @@ def test_the_explanation_agrees_with_the_engine():
         except Exception:  # a combination parse refuses
             continue
         found = cloud.found(req)
-        body = explain.explain(found, cloud.survey, req, near=0)
+        body = explain.explain(found, cloud.whole(req, found), req, near=0)
         trees = merge.trees_with_candidates(req, found, found.roots)
         assert body["trees_with_candidates"] == len(trees)
         assert body["candidates"] == len(list(merge.generate(req, found)))

@@ -1,4 +1,4 @@
-"""candidates.funnel on a hand-built Survey (model.Survey), no database.
+"""candidates.explain.funnel on hand-built clouds (tests/support/clouds.py), no database.
 
 What is proven: each filter of a group's funnel counts the providers the
 ones before it left, in a fixed order (in_tree, member_of, forbidden
@@ -13,258 +13,36 @@ a sharing provider nor for a granular group; in_tree with an unknown uuid
 leaves none, and keeps sharing providers of other trees out; the trees a
 group can be served in reach through sharing providers (per class for the
 unsuffixed group). On random clouds, the funnel's providers are exactly the
-options eligibility.py gives the engine on the Found the search would load
-for the same cloud.
-
-``Cloud`` (a Survey and the Found search.py would load from the same
-providers) and ``random_cloud`` / ``random_request`` are shared with the
-tests of nearmiss, explain and capacity.
+options eligibility.py gives the engine on the Found the search loads for
+the same cloud, and the funnel's steps are eligibility.rules, in order: one
+list, read by both (a rule added to it is a step of the one and a rule of
+the other).
 """
 
 from __future__ import annotations
 
 import random
-from urllib.parse import parse_qsl
 
-from microversion_parse import Version
-
-from placement_svc.candidates import eligibility, funnel, request
-from placement_svc.candidates.model import Found, Provider, Room, Stock, Survey
-
-EXPLAIN = Version(1, 44)
-SHARING = "MISC_SHARES_VIA_AGGREGATE"
-AGG1, AGG2, AGG3 = (f"aaaaaaaa-0000-4000-8000-00000000000{n}" for n in (1, 2, 3))
-UNKNOWN = "ffffffff-ffff-4fff-8fff-ffffffffffff"
-
-
-def ask(qs: str, version: Version = EXPLAIN) -> request.Request:
-    params: dict[str, list[str]] = {}
-    for key, value in parse_qsl(qs, keep_blank_values=True):
-        params.setdefault(key, []).append(value)
-    return request.parse(params, version)
-
-
-def inventory(total, reserved=0, ratio=1.0, min_unit=1, max_unit=None, step=1, used=0) -> Stock:
-    """One inventory; max_unit defaults to the total."""
-    return Stock(
-        total, reserved, ratio, min_unit, total if max_unit is None else max_unit, step, used
-    )
-
-
-def uuid_of(pid: int) -> str:
-    return f"00000000-0000-4000-8000-{pid:012d}"
-
-
-class Cloud:
-    """Providers by name: the Survey an explanation reads, and (``found``)
-    what search.py would load from the same cloud for a request."""
-
-    def __init__(self):
-        self.survey = Survey()
-        self.ids: dict[str, int] = {}
-
-    def provider(self, name, parent=None, stock=None, traits=(), aggregates=()) -> int:
-        survey = self.survey
-        pid = len(self.ids) + 1
-        parent_id = self.ids[parent] if parent else None
-        root_id = survey.providers[parent_id].root_id if parent else pid
-        self.ids[name] = pid
-        survey.providers[pid] = Provider(pid, uuid_of(pid), parent_id, root_id)
-        survey.names[pid] = name
-        survey.traits[pid] = frozenset(traits)
-        survey.aggregates[pid] = frozenset(aggregates)
-        for rc, held in (stock or {}).items():
-            survey.stock[(pid, rc)] = held if isinstance(held, Stock) else inventory(held)
-        return pid
-
-    def sharing(self, name, stock, shares_with, parent=None, traits=(), aggregates=()) -> int:
-        """A sharing provider: its own tree and ``shares_with`` (root names)."""
-        pid = self.provider(name, parent, stock, (SHARING, *traits), aggregates)
-        self.survey.sharing.add(pid)
-        root = self.survey.providers[pid].root_id
-        self.survey.shares_with[pid] = {root} | {self.ids[r] for r in shares_with}
-        return pid
-
-    def uuid(self, name: str) -> str:
-        return self.survey.providers[self.ids[name]].uuid
-
-    def named(self, pids) -> list[str]:
-        return [self.survey.names[pid] for pid in pids]
-
-    def found(self, req: request.Request) -> Found:
-        """What search.search loads for ``req``, as it loads it: room for
-        each class's smallest requested amount (the rest as ``full``), the
-        providers of every tree holding an inventory of a requested class
-        and of every tree a sharing provider among them shares with,
-        aggregates when the request filters on them; then
-        eligibility.apply."""
-        survey, found = self.survey, Found()
-        smallest: dict[str, int] = {}
-        for group in req.groups.values():
-            for rc, amount in group.resources.items():
-                smallest[rc] = min(amount, smallest.get(rc, amount))
-        with_room: dict[str, list[int]] = {}
-        for (pid, rc), stock in sorted(survey.stock.items()):
-            if rc not in smallest:
-                continue
-            capacity = (stock.total - stock.reserved) * stock.allocation_ratio
-            free = capacity - stock.used
-            if free >= smallest[rc] and stock.max_unit >= smallest[rc]:
-                found.room[(pid, rc)] = Room(
-                    free, stock.min_unit, stock.max_unit, stock.step_size, int(capacity), stock.used
-                )
-                with_room.setdefault(rc, []).append(pid)
-            else:
-                found.full[(pid, rc)] = (int(capacity), stock.used)
-        found.with_room = with_room
-        if not with_room and all(g.resources for g in req.groups.values()):
-            return found
-        providers = survey.providers
-        trees = {providers[pid].root_id for pid, rc in survey.stock if rc in smallest}
-        loaded = {pid for pid, p in providers.items() if p.root_id in trees}
-        found.sharing = loaded & survey.sharing
-        found.shares_with = {pid: set(survey.shares_with[pid]) for pid in found.sharing}
-        more = set().union(*found.shares_with.values()) - trees
-        loaded |= {pid for pid, p in providers.items() if p.root_id in more}
-        found.providers = {pid: providers[pid] for pid in sorted(loaded)}
-        found.traits = {pid: survey.traits[pid] for pid in found.providers}
-        aggregates = survey.aggregates
-        if any(group.member_of for group in req.groups.values()):
-            found.aggregates = {pid: aggregates[pid] for pid in found.providers}
-        elif req.root_member_of:
-            found.aggregates = {
-                pid: aggregates[pid] if p.root_id == pid else frozenset()
-                for pid, p in found.providers.items()
-            }
-        eligibility.apply(found, req)
-        return found
-
-
-# Random clouds and requests, for the checks against the engine.
-
-CLASSES = ("VCPU", "DISK_GB")
-TRAITS = ("CUSTOM_A", "CUSTOM_B", "CUSTOM_C")
-AGGREGATES = (AGG1, AGG2, AGG3)
-
-
-def random_inventory(rng: random.Random) -> Stock:
-    return inventory(
-        rng.randint(1, 6),
-        reserved=rng.choice([0, 0, 1]),
-        ratio=rng.choice([1.0, 1.0, 1.5, 0.5]),
-        min_unit=rng.choice([1, 1, 2]),
-        max_unit=rng.choice([None, None, 2, 3]),
-        step=rng.choice([1, 1, 2]),
-        used=rng.choice([0, 0, 1, 2]),
-    )
-
-
-def random_cloud(rng: random.Random) -> Cloud:
-    """One to four trees of up to four providers, and up to two sharing
-    providers of DISK_GB (a root, or a child in a tree); random inventories,
-    traits and aggregates."""
-    cloud = Cloud()
-
-    def some(names, most):
-        return rng.sample(names, rng.randint(0, most))
-
-    def stock():
-        return {rc: random_inventory(rng) for rc in CLASSES if rng.random() < 0.5}
-
-    roots = []
-    for t in range(rng.randint(1, 4)):
-        names = [f"T{t}"]
-        roots.append(names[0])
-        cloud.provider(names[0], None, stock(), some(TRAITS, 2), some(AGGREGATES, 2))
-        for c in range(rng.randint(0, 3)):
-            name = f"T{t}C{c}"
-            cloud.provider(name, rng.choice(names), stock(), some(TRAITS, 2), some(AGGREGATES, 1))
-            names.append(name)
-    for s in range(rng.randint(0, 2)):
-        cloud.sharing(
-            f"S{s}",
-            {"DISK_GB": random_inventory(rng)},
-            some(roots, len(roots)),
-            parent=rng.choice([None, None, rng.choice(list(cloud.ids))]),
-            traits=some(TRAITS, 1),
-            aggregates=some(AGGREGATES, 1),
-        )
-    return cloud
-
-
-def random_request(rng: random.Random, cloud: Cloud, rules: bool = True) -> str:
-    """A query at 1.44 over ``cloud``: groups with random resources, traits,
-    aggregates and in_tree; with ``rules`` also root_required,
-    root_member_of, group_policy, isolate and same_subtree. Negated groups
-    all have resources: a resourceless one may be served by a sharing
-    provider in another tree, which search.py loads only when it holds an
-    inventory of a requested class (the Survey has every provider), so the
-    engine's answer and the explanation's would not be comparable."""
-    parts = []
-
-    def filters(suffix: str) -> None:
-        if rng.random() < 0.35:
-            trait = rng.choice(TRAITS)
-            other = rng.choice([t for t in TRAITS if t != trait])
-            parts.append(
-                f"required{suffix}="
-                + rng.choice([trait, f"!{trait}", f"in:{trait},{other}", f"{trait},!{other}"])
-            )
-        if rng.random() < 0.25:
-            agg, other = rng.sample(AGGREGATES, 2)
-            parts.append(f"member_of{suffix}=" + rng.choice([agg, f"in:{agg},{other}", f"!{agg}"]))
-        if rng.random() < 0.1:
-            pid = rng.choice(sorted(cloud.survey.providers))
-            parts.append(f"in_tree{suffix}=" + rng.choice([uuid_of(pid), UNKNOWN]))
-
-    def resources(suffix: str) -> None:
-        classes = rng.sample(CLASSES, rng.randint(1, 2))
-        parts.append(
-            f"resources{suffix}=" + ",".join(f"{rc}:{rng.randint(1, 3)}" for rc in classes)
-        )
-
-    if rng.random() < 0.6:
-        resources("")
-        filters("")
-    granular: list[str] = []
-    resourceless: list[str] = []
-    for i in range(rng.randint(0 if parts else 1, 3)):
-        suffix = f"_G{i}"
-        if rules and granular and rng.random() < 0.2:
-            resourceless.append(suffix)
-            parts.append(f"required{suffix}=" + rng.choice(TRAITS))
-        else:
-            resources(suffix)
-            granular.append(suffix)
-        filters(suffix)
-    if not rules:
-        return "&".join(parts)
-    if rng.random() < 0.2:
-        parts.append("root_required=" + rng.choice(["CUSTOM_A", "!CUSTOM_B", "CUSTOM_A,!CUSTOM_C"]))
-    if rng.random() < 0.15:
-        parts.append("root_member_of=" + rng.choice([AGG1, f"in:{AGG1},{AGG2}", f"!{AGG3}"]))
-    for suffix in resourceless:  # each with a group that has resources
-        parts.append(f"same_subtree={rng.choice(granular)},{suffix}")
-    if len(granular) > 1 and rng.random() < 0.3:
-        first, second = rng.sample(granular, 2)
-        parts.append(f"same_subtree={first},{second}")
-    elif len(granular) > 1 and rng.random() < 0.3:
-        first, second = rng.sample(granular, 2)
-        parts.append(f"same_subtree={first},!{second}")
-    every = granular + resourceless
-    if len(every) > 1 and rng.random() < 0.4:
-        if rng.random() < 0.5:
-            parts.append("group_policy=isolate")
-        else:
-            parts.append("isolate=" + ",".join(rng.sample(every, rng.randint(1, len(every)))))
-    return "&".join(parts)
-
+from placement_svc.candidates import eligibility
+from placement_svc.candidates.explain import funnel
+from tests.support.clouds import (
+    AGG1,
+    AGG2,
+    AGG3,
+    UNKNOWN,
+    Cloud,
+    ask,
+    inventory,
+    random_cloud,
+    random_request,
+)
 
 # Funnels by name
 
 
 def funnel_of(cloud: Cloud, qs: str, suffix: str = "") -> funnel.Funnel:
-    return funnel.group_funnel(cloud.survey, ask(qs).groups[suffix])
+    req = ask(qs)
+    return funnel.group_funnel(cloud.whole(req), req.groups[suffix])
 
 
 def counts(each: funnel.Funnel) -> list[tuple[str, int]]:
@@ -348,7 +126,7 @@ def test_each_filter_counts_what_the_ones_before_it_left_in_a_fixed_order():
 def test_the_body_says_what_was_asked_and_what_is_left():
     cloud = filtered_host()
     req = ask(every_filter(cloud))
-    each = funnel.group_funnel(cloud.survey, req.groups["_G"])
+    each = funnel.group_funnel(cloud.whole(req), req.groups["_G"])
     assert each.body(req.groups["_G"]) == {
         "resources": {"VCPU": 2, "DISK_GB": 10},
         "considered": 10,
@@ -537,19 +315,72 @@ def test_the_unsuffixed_group_is_served_in_trees_that_hold_every_class():
     each = funnel_of(cloud, "resources=VCPU:1,DISK_GB:10")
     assert serving(cloud, each) == {"VCPU": ["T1C", "T3"], "DISK_GB": ["S"]}
     assert each.trees == {cloud.ids["T1"]}
-    assert funnel.trees_served(cloud.survey, ask("resources=VCPU:1").groups[""], {}) == set()
+    req = ask("resources=VCPU:1")
+    assert funnel.trees_served(cloud.whole(req), req.groups[""], {}) == set()
 
 
-# The funnel and the engine never disagree
+# The funnel and the engine never disagree: one list of rules
+
+
+def test_the_funnel_steps_are_the_engines_rules_in_their_order():
+    """On random clouds: every rule eligibility.rules gives a group is a step
+    of its funnel, in that order, named and valued as the rule, and the
+    steps after them are room, one per requested class."""
+    rng = random.Random(29)
+    stepped = 0
+    for _ in range(300):
+        cloud = random_cloud(rng)
+        try:
+            req = ask(random_request(rng, cloud))
+        except Exception:  # a combination parse refuses
+            continue
+        whole = cloud.whole(req)
+        for group in req.groups.values():
+            rules = eligibility.rules(group, whole)
+            steps = funnel.group_funnel(whole, group).steps
+            assert [(s["filter"], s["value"]) for s in steps[: len(rules)]] == [
+                (rule.name, rule.asked) for rule in rules
+            ]
+            assert [s["filter"] for s in steps[len(rules) :]] == ["resources"] * len(
+                group.resources
+            )
+            stepped += len(rules)
+    assert stepped > 200, stepped
+
+
+def test_a_rule_added_to_the_list_is_a_funnel_step_and_a_rule_of_the_walk(monkeypatch):
+    """The walk's options and the funnel read the one list: a rule added to
+    it (providers with an odd id only) is the funnel's last step before
+    room, and the walk's options lose what it keeps out."""
+    cloud = filtered_host()
+    req = ask(every_filter(cloud))
+    group = req.groups["_G"]
+    before = funnel.group_funnel(cloud.whole(req), group)
+    options = cloud.found(req).options["_G"][None]
+    assert options == [cloud.ids["C_OK"]] and options[0] % 2 == 0
+    listed = eligibility.rules
+
+    def with_odd_ids(group, within):
+        odd = eligibility.Rule("odd_ids", ["odd"], lambda pid: pid % 2 == 1)
+        return [*listed(group, within), odd]
+
+    monkeypatch.setattr(eligibility, "rules", with_odd_ids)
+    after = funnel.group_funnel(cloud.whole(req), group)
+    names = [step["filter"] for step in after.steps]
+    assert names == [step["filter"] for step in before.steps][:6] + ["odd_ids"] + names[7:]
+    assert names[7:] == ["resources", "resources"]
+    assert after.steps[6]["after"] < before.steps[5]["after"]
+    assert after.serving == {None: []}
+    assert cloud.found(req).options["_G"] == {None: []}
 
 
 def test_the_funnel_leaves_exactly_the_options_the_engine_gives_each_group():
-    """On random clouds: for every group, the funnel's providers (on the
-    Survey) are eligibility.group_options' (on the Found search.py would
-    load, which holds room only where there is room for the smallest amount
-    of a class). A resourceless group's funnel may also name providers of
-    trees the search does not load (no inventory of a requested class):
-    those are left out of the comparison."""
+    """On random clouds: for every group, the funnel's providers (of the
+    whole cloud) are eligibility.group_options' (on the Found the search
+    loads, which holds room only where there is room for the smallest
+    amount of a class). A resourceless group's funnel may also name
+    providers of trees the search does not load (no inventory of a
+    requested class): those are left out of the comparison."""
     rng = random.Random(44)
     compared = nonempty = resourceless = 0
     for _ in range(400):
@@ -559,8 +390,9 @@ def test_the_funnel_leaves_exactly_the_options_the_engine_gives_each_group():
         except Exception:  # a combination parse refuses
             continue
         found = cloud.found(req)
+        whole = cloud.whole(req, found)
         for suffix, group in req.groups.items():
-            each = funnel.group_funnel(cloud.survey, group)
+            each = funnel.group_funnel(whole, group)
             if not found.options:  # the search found no room at all, and stopped there
                 assert not any(each.serving.values()), req
                 continue

@@ -1,4 +1,4 @@
-"""candidates.nearmiss on a hand-built Survey, no database.
+"""candidates.explain.nearmiss on hand-built clouds (tests/support/clouds.py), no database.
 
 What is proven: the words and details of each rule's fail: room
 (capacity with its numbers, max_unit, min_unit, step_size, amounts of
@@ -23,13 +23,14 @@ import random
 
 from microversion_parse import Version
 
-from placement_svc.candidates import merge, nearmiss, request
-from placement_svc.candidates.model import Stock
-from tests.unit.test_candidates_funnel import (
+from placement_svc.candidates import merge, request
+from placement_svc.candidates.explain import nearmiss
+from tests.support.clouds import (
     AGG1,
     AGG2,
     AGG3,
     Cloud,
+    Stock,
     ask,
     inventory,
     random_cloud,
@@ -43,7 +44,7 @@ def ref(cloud: Cloud, name: str) -> dict[str, str]:
 
 def misses(cloud: Cloud, qs: str, served=(), limit: int = 5, version=None) -> list[dict]:
     req = ask(qs) if version is None else ask(qs, version)
-    return nearmiss.near_misses(cloud.survey, req, {cloud.ids[n] for n in served}, limit)
+    return nearmiss.near_misses(cloud.whole(req), req, {cloud.ids[n] for n in served}, limit)
 
 
 def fails(cloud: Cloud, qs: str, root: str | None = None, **kwargs) -> list[dict]:
@@ -71,7 +72,7 @@ def one_host(stock=None, traits=(), aggregates=()) -> Cloud:
 
 def numbers(cloud: Cloud, name: str, rc: str, groups: list[str], needs: int) -> dict:
     """A room fail's details: where, and the whole inventory."""
-    stock: Stock = cloud.survey.stock[(cloud.ids[name], rc)]
+    stock: Stock = cloud.data.stock[(cloud.ids[name], rc)]
     return {
         "provider": ref(cloud, name),
         "groups": groups,
@@ -667,7 +668,7 @@ def test_every_tree_without_a_candidate_has_something_to_fix():
         except Exception:  # a combination parse refuses
             continue
         served = tree_served(cloud, req)
-        for miss in nearmiss.near_misses(cloud.survey, req, served, 100):
+        for miss in nearmiss.near_misses(cloud.whole(req), req, served, 100):
             assert miss["fails"], (req, miss)
             missed += 1
         compared += 1
@@ -680,12 +681,12 @@ def test_every_tree_without_a_candidate_has_something_to_fix():
 def _fix(cloud: Cloud, req: request.Request, fail: dict) -> request.Request:
     """Mend what ``fail`` names: the data, or (for a rule no data mends)
     the request."""
-    survey = cloud.survey
+    data = cloud.data
     rule = fail["rule"]
     pid = cloud.ids[fail["provider"]["name"]] if "provider" in fail else None
     if rule in ("capacity", "no_inventory", "max_unit", "min_unit", "step_size"):
         key = (pid, fail["resource_class"])
-        stock = survey.stock.get(key, inventory(0))
+        stock = data.stock.get(key, inventory(0))
         if rule in ("capacity", "no_inventory"):
             stock = stock._replace(total=1000, reserved=0, allocation_ratio=1.0, used=0)
         if rule == "no_inventory":
@@ -696,17 +697,17 @@ def _fix(cloud: Cloud, req: request.Request, fail: dict) -> request.Request:
             stock = stock._replace(min_unit=1)
         if rule == "step_size":
             stock = stock._replace(step_size=1)
-        survey.stock[key] = stock
+        data.stock[key] = stock
     elif rule in ("required_trait", "root_required"):
-        survey.traits[pid] |= {fail["trait"]}
+        data.traits[pid] |= {fail["trait"]}
     elif rule == "any_of_traits":
-        survey.traits[pid] |= {fail["traits"][0]}
+        data.traits[pid] |= {fail["traits"][0]}
     elif rule in ("forbidden_trait", "root_forbidden"):
-        survey.traits[pid] -= {fail["trait"]}
+        data.traits[pid] -= {fail["trait"]}
     elif rule in ("member_of", "root_member_of"):
-        survey.aggregates[pid] |= {fail["aggregates"][0]}
+        data.aggregates[pid] |= {fail["aggregates"][0]}
     elif rule in ("forbidden_aggregate", "root_forbidden_aggregate"):
-        survey.aggregates[pid] -= {fail["aggregate"]}
+        data.aggregates[pid] -= {fail["aggregate"]}
     elif rule == "in_tree":  # every group asking for that tree
         groups = {
             s: dataclasses.replace(g, in_tree=None) if g.in_tree == fail["in_tree"] else g
@@ -745,17 +746,17 @@ def test_fixing_every_fail_gives_the_tree_a_candidate():
         except Exception:  # a combination parse refuses
             continue
         served = tree_served(cloud, req)
-        for miss in nearmiss.near_misses(cloud.survey, req, served, 2):
+        for miss in nearmiss.near_misses(cloud.whole(req), req, served, 2):
             if any(fail["rule"] == "conflict" for fail in miss["fails"]):
                 conflicts += 1
                 continue
             mended = Cloud()
             mended.ids = cloud.ids
-            mended.survey = dataclasses.replace(
-                cloud.survey,
-                traits=dict(cloud.survey.traits),
-                aggregates=dict(cloud.survey.aggregates),
-                stock=dict(cloud.survey.stock),
+            mended.data = dataclasses.replace(
+                cloud.data,
+                traits=dict(cloud.data.traits),
+                aggregates=dict(cloud.data.aggregates),
+                stock=dict(cloud.data.stock),
             )
             asked = req
             for fail in miss["fails"]:
@@ -774,5 +775,5 @@ def test_fix_mends_what_it_names():
     assert [fail["rule"] for fail in found] == ["capacity", "max_unit", "min_unit", "step_size"]
     for fail in found:
         req = _fix(cloud, req, fail)
-    assert cloud.survey.stock[(1, "VCPU")] == Stock(1000, 0, 1.0, 1, 3, 1, 0)
+    assert cloud.data.stock[(1, "VCPU")] == Stock(1000, 0, 1.0, 1, 3, 1, 0)
     assert tree_served(cloud, req) == {1}

@@ -20,6 +20,7 @@ import pytest
 from microversion_parse import Version
 
 from placement_svc.candidates import merge, model, prune, subtree
+from placement_svc.candidates import walk as walks
 from tests.unit.test_candidates_merge import (
     CountingRoom,
     World,
@@ -152,7 +153,7 @@ def alloc_of(*parts):
 
 def test_demand_after_sums_what_each_index_still_needs():
     qs = "resources=VCPU:2&resources_A=CUSTOM_DEV:1&resources_B=CUSTOM_DEV:2,VCPU:1"
-    slots = merge.slots(ask(qs + "&group_policy=isolate"))
+    slots = walks.slots(ask(qs + "&group_policy=isolate"))
     assert [(dict(amounts), isolated) for amounts, isolated in prune.demand_after(slots)] == [
         ({"VCPU": 3, "CUSTOM_DEV": 3}, 2),
         ({"VCPU": 1, "CUSTOM_DEV": 3}, 2),
@@ -160,7 +161,7 @@ def test_demand_after_sums_what_each_index_still_needs():
         ({}, 0),
     ]
     # only isolated groups need a provider of their own
-    slots = merge.slots(ask(qs + "&group_policy=none"))
+    slots = walks.slots(ask(qs + "&group_policy=none"))
     assert [isolated for _amounts, isolated in prune.demand_after(slots)] == [0, 0, 0, 0]
 
 
@@ -284,13 +285,13 @@ def test_trees_out_of_a_slots_reach_are_not_entered(monkeypatch):
     world.provider("full", room={"VCPU": 4, "MEMORY_MB": 100})
     world.provider("no-vcpu", room={"MEMORY_MB": 512})
     entered = []
-    walk_tree = merge._Walk.tree
+    walk_tree = walks.Walk.tree
 
     def tree(self, root):
         entered.append(world.names[root])
         return walk_tree(self, root)
 
-    monkeypatch.setattr(merge._Walk, "tree", tree)
+    monkeypatch.setattr(walks.Walk, "tree", tree)
     req = ask("resources=VCPU:1,MEMORY_MB:256")
     found = world.offer(req)
     tally = merge.Tally()
@@ -334,9 +335,9 @@ def test_placeable_on_hand_built_slots():
     ]:
         req = ask(qs)
         found = world.offer(req)
-        slots = merge.slots(req)
+        slots = walks.slots(req)
         root = found.roots[0]
-        index = merge._options_by_root(found)
+        index = walks.options_by_root(found)
         options = [index[(slot.suffix, slot.key)][root] for slot in slots]
         assert prune.placeable(slots, options, found.room) is expected, qs
 
@@ -383,8 +384,8 @@ def test_the_walk_with_pigeonholes_finds_exactly_what_brute_force_finds():
         walked = Counter(normalised(c) for c in merge.generate(req, found))
         assert walked == Counter(expected), (req, world.found)
         nonempty += bool(expected)
-        slots = merge.slots(req)
-        index = merge._options_by_root(found)
+        slots = walks.slots(req)
+        index = walks.options_by_root(found)
         for root in found.roots:
             options = [index.get((s.suffix, s.key), {}).get(root, []) for s in slots]
             if all(options) and not prune.placeable(slots, options, found.room):

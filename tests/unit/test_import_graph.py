@@ -224,7 +224,8 @@ def test_the_capacity_rules_are_plain_data_in_a_fact_out():
 
 
 def test_the_candidate_rules_know_no_sql_and_no_web_framework():
-    for name in ("model", "request", "eligibility", "merge", "prune", "render", "subtree"):
+    pure = ("model", "request", "rooms", "eligibility", "merge", "walk", "prune", "render")
+    for name in (*pure, "subtree"):
         assert _offending(f"{ROOT}.candidates.{name}", {"sqlalchemy", "falcon"}) == {}
 
 
@@ -236,8 +237,50 @@ def test_the_eligibility_rules_import_only_the_model_and_the_request():
 
 def test_the_search_only_loads_and_raises_no_http_error():
     """search.py reads the database into a Found; a name it does not find
-    is a domain fact (model.UnknownNames) the API words, not a 400 of its own."""
+    is a domain fact (model.UnknownNames) the API words, not a 400 of its own.
+    What it reads becomes a Found in rooms.py, pure: search.py asks no rule."""
     assert _offending(f"{ROOT}.candidates.search", HTTP) == {}
+    graph = import_graph()
+    own = {m for m in graph[f"{ROOT}.candidates.search"] if m.startswith(f"{ROOT}.candidates.")}
+    assert own <= {f"{ROOT}.candidates.{name}" for name in ("model", "request", "world", "rooms")}
+
+
+# -- the explanation beside the engine (docs/architecture.rst, candidates/) -------
+
+CANDIDATES = f"{ROOT}.candidates"
+EXPLAIN = f"{CANDIDATES}.explain"
+# The units of work: the answer, the explanation and the capacity count, each
+# one named function of a connection; above both the engine and explain/.
+UNITS_OF_WORK = f"{CANDIDATES}.find"
+
+
+def _engine_modules() -> set[str]:
+    return {
+        module
+        for module in module_names()
+        if module.startswith(CANDIDATES + ".")
+        and not (module == EXPLAIN or module.startswith(EXPLAIN + "."))
+        and module != UNITS_OF_WORK
+    }
+
+
+def test_the_engine_never_imports_the_explanation():
+    """search, eligibility, rooms, walk, merge, render, ...: none of them
+    knows that explain/ exists, nor the units of work that use both."""
+    engine = _engine_modules()
+    assert len(engine) > 10, engine
+    imports = _imports(CANDIDATES)
+    offending = {m: imports[m] & {EXPLAIN, UNITS_OF_WORK} for m in engine}
+    assert {m: names for m, names in offending.items() if names} == {}
+
+
+def test_the_explanation_imports_only_downward():
+    """explain/* reads the engine's rules and data (and, for the few names
+    and numbers only near misses need, the data layer): never the units of
+    work, the HTTP layers, the entry points nor the business rules of ops/."""
+    above = HTTP | {UNITS_OF_WORK, REQUEST_LAYERS, OPERATING, ENTRY_POINTS, f"{ROOT}.ops"}
+    assert len(_imports(EXPLAIN)) > 5
+    assert _offending(EXPLAIN, above) == {}
 
 
 def test_the_route_declarations_are_plain_data_over_schemas_and_rule_names():

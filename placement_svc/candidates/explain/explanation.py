@@ -1,11 +1,14 @@
 """Why a GET /allocation_candidates query has the candidates it has (or
 none), as plain data: the body of GET /allocation_candidates/explain. Pure.
 
-Four parts, each from where it is true:
+Four parts, each from where it is true, all of the engine's own rules and
+data (the search's Found, and the whole cloud it was made of: cloud.py):
 
-- per group, the funnel of providers (funnel.py, on the Survey);
-- request-wide filters on the trees every group can be served in
-  (root_required, root_member_of), trees before and after;
+- per group, the funnel of providers (funnel.py: the group's rules,
+  eligibility.rules, one at a time);
+- the request's rules of an anchor (eligibility.root_rules: root_required,
+  root_member_of) on the trees every group can be served in, trees before
+  and after each;
 - the merge rules, trees before and after each: the engine's own walk
   (merge.trees_with_candidates) on the engine's own Found, asked again with
   one more rule at a time, so a tree a rule removes is one the answer lacks
@@ -19,8 +22,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from placement_svc.candidates import eligibility, funnel, merge, nearmiss
-from placement_svc.candidates.model import Found, Survey
+from placement_svc.candidates import eligibility, merge, walk
+from placement_svc.candidates.explain import funnel, nearmiss
+from placement_svc.candidates.explain.cloud import Cloud
+from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
 
 # Counting walks the candidates without keeping them; past this many it stops
@@ -32,23 +37,23 @@ MAX_NEAR_MISSES = 50
 
 def explain(
     found: Found,
-    survey: Survey,
+    cloud: Cloud,
     request: Request,
     max_candidates: int = -1,
     near: int = NEAR_MISSES,
 ) -> dict[str, Any]:
     """The explanation of ``request``: ``found`` is what the search loaded
-    for it, ``survey`` the whole cloud; ``max_candidates`` the configured
+    for it, ``cloud`` the whole cloud; ``max_candidates`` the configured
     max_allocation_candidates (-1: none)."""
-    funnels = {suffix: funnel.group_funnel(survey, g) for suffix, g in request.groups.items()}
+    funnels = {suffix: funnel.group_funnel(cloud, g) for suffix, g in request.groups.items()}
     served: set[int] | None = None
     for each in funnels.values():
         served = each.trees if served is None else served & each.trees
-    request_filters = _request_filters(survey, request, sorted(served or ()))
+    request_filters = _request_filters(cloud, request, sorted(served or ()))
     merge_rules, trees = _merge_rules(found, request)
     count, capped = _count(found, request, max_candidates)
     return {
-        "cloud": {"providers": len(survey.providers), "trees": len(survey.roots())},
+        "cloud": {"providers": len(cloud.providers), "trees": len(cloud.roots())},
         "groups": {suffix: each.body(request.groups[suffix]) for suffix, each in funnels.items()},
         "trees_for_all_groups": len(served or ()),
         "request_filters": request_filters,
@@ -56,7 +61,7 @@ def explain(
         "trees_with_candidates": len(trees),
         "candidates": count,
         "candidates_capped": capped,
-        "near_misses": nearmiss.near_misses(survey, request, set(trees), near),
+        "near_misses": nearmiss.near_misses(cloud, request, set(trees), near),
     }
 
 
@@ -95,23 +100,14 @@ def _counted(count: int, thing: str) -> str:
     return f"{count} {thing}" if count == 1 else f"{count} {thing}s"
 
 
-def _request_filters(survey: Survey, request: Request, trees: list[int]) -> list[dict[str, Any]]:
+def _request_filters(cloud: Cloud, request: Request, trees: list[int]) -> list[dict[str, Any]]:
+    """Trees before and after each of the request's rules of an anchor
+    (eligibility.root_rules, in their order), from ``trees``."""
     steps = []
-    if request.root_required or request.root_forbidden:
-        required, forbidden = request.root_required, request.root_forbidden
-        kept = [
-            r for r in trees if required <= survey.traits[r] and not (forbidden & survey.traits[r])
-        ]
-        shown = sorted(required) + [f"!{t}" for t in sorted(forbidden)]
-        steps.append(_step("filter", "root_required", shown, trees, kept))
+    rules = eligibility.root_rules(request, cloud.traits, cloud.aggregates)
+    for rule, kept in eligibility.sift(rules, trees):
+        steps.append(_step("filter", rule.name, rule.asked, trees, kept))
         trees = kept
-    if request.root_member_of:
-        held = survey.aggregates
-        kept = [r for r in trees if eligibility.in_aggregates(request, held.get(r, frozenset()))]
-        member_of = request.root_member_of
-        shown = [funnel.listed(one) for one in member_of.any_of]
-        shown += [f"!{agg}" for agg in sorted(member_of.forbidden)]
-        steps.append(_step("filter", "root_member_of", shown, trees, kept))
     return steps
 
 
@@ -132,7 +128,7 @@ def _merge_rules(found: Found, request: Request) -> tuple[list[dict[str, Any]], 
     current = _relaxed(request)
     trees = merge.trees_with_candidates(current, found, found.roots, shared_room=False)
     counts: dict[str, int] = {}
-    for slot in merge.slots(request):
+    for slot in walk.slots(request):
         for rc, _amount in slot.amounts:
             counts[rc] = counts.get(rc, 0) + 1
     # (rule, what the request asked, the request with every rule so far)
@@ -146,7 +142,7 @@ def _merge_rules(found: Found, request: Request) -> tuple[list[dict[str, Any]], 
     unsuffixed = request.groups.get("")
     if unsuffixed is not None and unsuffixed.required.any_of:
         current = dataclasses.replace(current, groups=request.groups)
-        shown = [funnel.listed(one) for one in unsuffixed.required.any_of]
+        shown = [eligibility.listed(one) for one in unsuffixed.required.any_of]
         rules.append(("tree_traits", shown, current))
     granular = [s for s, g in request.groups.items() if g.same_provider]
     if request.isolated and len(granular) > 1:

@@ -1,5 +1,5 @@
 """Which fixes of a near miss break another rule of the same assignment.
-Pure: reads a Survey (survey.py) and the changes nearmiss.py's fixes make.
+Pure: reads a Cloud (cloud.py) and the changes nearmiss.py's fixes make.
 
 A near miss lists every rule one assignment of a tree breaks, and fixing
 each (a trait or aggregate to add to a provider, or to take away) is to
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from placement_svc.candidates import funnel
-from placement_svc.candidates.model import Survey
+from placement_svc.candidates import eligibility
+from placement_svc.candidates.explain.cloud import Cloud
 from placement_svc.candidates.request import Request
 
 Kind = str  # "trait" or "aggregate"
@@ -27,7 +27,7 @@ Changes = dict[tuple[int, Kind], tuple[set[str], set[str]]]
 
 
 class Slot(Protocol):
-    """What this reads of merge.py's slots: the group it serves."""
+    """What this reads of walk.py's slots: the group it serves."""
 
     @property
     def suffix(self) -> str: ...
@@ -37,7 +37,7 @@ class Slot(Protocol):
 
 
 def broken(
-    survey: Survey,
+    cloud: Cloud,
     request: Request,
     slots: Sequence[Slot],
     assigned: list[int],
@@ -48,13 +48,13 @@ def broken(
     """(provider, kind, name, added) of each change that breaks a rule the
     assignment (``assigned``, a provider per slot, in the tree of ``root``
     whose providers are ``tree``) meets now."""
-    forbids, needs = _asked(survey, request, slots, assigned, root)
+    forbids, needs = _asked(cloud, request, slots, assigned, root)
     taken_aggregates = {
         pid: taken for (pid, kind), (_a, taken) in changes.items() if kind == "aggregate"
     }
     found: list[tuple[int, Kind, str, bool]] = []
     for (pid, kind), (added, taken) in changes.items():
-        held = survey.traits[pid] if kind == "trait" else survey.aggregates.get(pid, frozenset())
+        held = cloud.traits[pid] if kind == "trait" else cloud.aggregates.get(pid, frozenset())
         after = (held - taken) | added
         bad = [(name, True) for name in sorted(added & forbids.get((pid, kind), set()))]
         for one in needs.get((pid, kind), ()):
@@ -63,7 +63,7 @@ def broken(
         if (
             kind == "aggregate"
             and taken
-            and cuts_sharing(survey, assigned, root, tree, taken_aggregates)
+            and cuts_sharing(cloud, assigned, root, tree, taken_aggregates)
         ):
             bad += [(name, False) for name in sorted(taken)]
         found += [(pid, kind, name, adds) for name, adds in dict.fromkeys(bad)]
@@ -71,7 +71,7 @@ def broken(
 
 
 def _asked(
-    survey: Survey, request: Request, slots: Sequence[Slot], assigned: list[int], root: int
+    cloud: Cloud, request: Request, slots: Sequence[Slot], assigned: list[int], root: int
 ) -> tuple[dict[tuple[int, Kind], set[str]], dict[tuple[int, Kind], list[frozenset[str]]]]:
     """What the request forbids and needs (any-of lists) of each provider
     of the assignment, and of the root."""
@@ -81,10 +81,10 @@ def _asked(
         group = request.groups[slot.suffix]
         forbids.setdefault((pid, "trait"), set()).update(group.required.forbidden)
         needs.setdefault((pid, "trait"), []).extend(group.required.any_of)
-        own = survey.providers[pid].root_id
+        own = cloud.providers[pid].root_id
         if slot.granular:
             needed_on = forbidden_on = {pid}
-        elif own != root and funnel.narrowed(survey, group, pid):
+        elif own != root and eligibility.narrowed(cloud, group, pid):
             # a sharing provider serving another tree: its own aggregates
             # meet member_of, and that tree's root must not be forbidden
             needed_on, forbidden_on = {pid}, {pid, root}
@@ -102,17 +102,17 @@ def _asked(
 
 
 def cuts_sharing(
-    survey: Survey, assigned: list[int], root: int, tree: list[int], taken: dict[int, set[str]]
+    cloud: Cloud, assigned: list[int], root: int, tree: list[int], taken: dict[int, set[str]]
 ) -> bool:
     """Whether taking providers out of aggregates (``taken``) would cut a
     sharing provider of the assignment off the tree: it shares with the
     tree through aggregates it and a provider of the tree are both in."""
 
     def held(q: int) -> frozenset[str]:
-        return survey.aggregates.get(q, frozenset()) - taken.get(q, set())
+        return cloud.aggregates.get(q, frozenset()) - taken.get(q, set())
 
     for sharing in dict.fromkeys(assigned):
-        if sharing not in survey.sharing or survey.providers[sharing].root_id == root:
+        if sharing not in cloud.sharing or cloud.providers[sharing].root_id == root:
             continue
         if not any(held(q) & held(sharing) for q in tree):
             return True

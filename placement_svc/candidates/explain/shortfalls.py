@@ -1,10 +1,10 @@
 """Every rule one assignment of a tree's slots breaks, in words with
-numbers: the fails of an explanation's near misses. Pure: reads a Survey.
+numbers: the fails of an explanation's near misses. Pure: reads a Cloud.
 
-nearmiss.py chooses the assignment (a provider for each of merge.slots)
+nearmiss.py chooses the assignment (a provider for each of walk.slots)
 and ranks the trees; this says what the assignment lacks, rule by rule,
 each fail with what fixing it takes: the request-wide rules on the root,
-each group's rules on its provider (as funnel.py counts them), room per
+each group's rules on its provider (eligibility.rules, in words), room per
 provider and class for the amounts placed there together, the unsuffixed
 group's traits over its providers, isolation, same_subtree and its negated
 groups, and before 1.29 one provider per tree.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from placement_svc.candidates import funnel, merge, subtree
-from placement_svc.candidates.model import Survey
+from placement_svc.candidates import eligibility, subtree, walk
+from placement_svc.candidates.explain.cloud import Cloud
 from placement_svc.candidates.request import Request, RequestGroup
 
 
@@ -38,33 +38,31 @@ def _number(value: float) -> int | float:
 class Shortfalls:
     """One request's rules, said of one assignment at a time."""
 
-    def __init__(self, survey: Survey, request: Request) -> None:
-        self.survey, self.request = survey, request
-        self.slots = merge.slots(request)
+    def __init__(self, cloud: Cloud, request: Request) -> None:
+        self.cloud, self.request = cloud, request
+        self.slots = walk.slots(request)
         reach: dict[int, list[int]] = {}
-        for pid in sorted(survey.providers):
-            reach.setdefault(survey.providers[pid].root_id, []).append(pid)
-        for pid in sorted(survey.sharing):
-            for root in sorted(survey.shares_with.get(pid, ())):
-                if survey.providers[pid].root_id != root:
+        for pid in sorted(cloud.providers):
+            reach.setdefault(cloud.providers[pid].root_id, []).append(pid)
+        for pid in sorted(cloud.sharing):
+            for root in sorted(cloud.shares_with.get(pid, ())):
+                if cloud.providers[pid].root_id != root:
                     reach.setdefault(root, []).append(pid)
         self.reach = reach
         self.group_fails: dict[tuple[str, int, int | None], list[Fail]] = {}
         self.in_tree = {
-            suffix: next(
-                (p.root_id for p in survey.providers.values() if p.uuid == group.in_tree), -1
-            )
+            suffix: eligibility.in_tree_root(cloud.providers, group.in_tree)
             for suffix, group in request.groups.items()
             if group.in_tree is not None
         }
 
     def ref(self, pid: int) -> dict[str, str]:
-        return {"uuid": self.survey.providers[pid].uuid, "name": self.survey.names[pid]}
+        return {"uuid": self.cloud.providers[pid].uuid, "name": self.cloud.names[pid]}
 
     def _root_fails(self, root: int) -> list[Fail]:
-        request, survey = self.request, self.survey
-        name, ref = survey.names[root], {"provider": self.ref(root)}
-        traits = survey.traits[root]
+        request, cloud = self.request, self.cloud
+        name, ref = cloud.names[root], {"provider": self.ref(root)}
+        traits = cloud.traits[root]
         fails = [
             Fail(
                 "root_required",
@@ -82,7 +80,7 @@ class Shortfalls:
             for trait in sorted(request.root_forbidden & traits)
         ]
         member_of = request.root_member_of
-        held = survey.aggregates.get(root, frozenset())
+        held = cloud.aggregates.get(root, frozenset())
         fails += [
             Fail(
                 "root_member_of",
@@ -104,11 +102,11 @@ class Shortfalls:
 
     def _group_fails(self, suffix: str, pid: int, root: int) -> list[Fail]:
         """What keeps ``pid`` from the group in the tree of ``root``, room
-        aside (as funnel.filters; for a sharing provider serving another
+        aside (as eligibility.rules; for a sharing provider serving another
         tree, as eligibility.sharing_trees)."""
         group = self.request.groups[suffix]
-        own = self.survey.providers[pid].root_id
-        away = funnel.narrowed(self.survey, group, pid) and own != root
+        own = self.cloud.providers[pid].root_id
+        away = eligibility.narrowed(self.cloud, group, pid) and own != root
         key = (suffix, pid, root if away else None)
         known = self.group_fails.get(key)
         if known is None:
@@ -119,12 +117,12 @@ class Shortfalls:
         """``_group_fails``; ``away``: the root of the other tree a sharing
         provider serves, where in_tree forbids it, its root's aggregates do
         not count and that root's forbidden aggregates do."""
-        survey = self.survey
-        name, ref = survey.names[pid], self.ref(pid)
+        cloud = self.cloud
+        name, ref = cloud.names[pid], self.ref(pid)
         where = {"provider": ref, "groups": [group.suffix]}
         fails = []
         if group.in_tree is not None:
-            outside = survey.providers[pid].root_id != self.in_tree[group.suffix]
+            outside = cloud.providers[pid].root_id != self.in_tree[group.suffix]
             if outside or away is not None:
                 text = f"{name} not in tree {group.in_tree}"
                 if not outside:
@@ -132,15 +130,15 @@ class Shortfalls:
                 fails.append(Fail("in_tree", text, {**where, "in_tree": group.in_tree}))
         member_of = group.member_of
         if member_of:
-            holders = funnel.holders(survey, group, pid, away=away is not None)
-            owners = [pid, survey.providers[pid].root_id][: len(holders)]
+            holders = eligibility.holders(cloud, group, pid, away=away is not None)
+            owners = [pid, cloud.providers[pid].root_id][: len(holders)]
             missing = [[one for one in member_of.any_of if not held & one] for held in holders]
             fewest = min(range(len(holders)), key=lambda i: len(missing[i]))
             owner = owners[fewest]
             fails += [
                 Fail(
                     "member_of",
-                    f"{survey.names[owner]} {_not_in(one)}",
+                    f"{cloud.names[owner]} {_not_in(one)}",
                     {
                         "provider": self.ref(owner),
                         "groups": [group.suffix],
@@ -150,17 +148,17 @@ class Shortfalls:
                 for one in missing[fewest]
             ]
             if away is not None:  # the root of the tree served must be in no forbidden one
-                holders, owners = [*holders, survey.aggregates.get(away, frozenset())], [pid, away]
+                holders, owners = [*holders, cloud.aggregates.get(away, frozenset())], [pid, away]
             for held, owner in zip(holders, owners):
                 fails += [
                     Fail(
                         "forbidden_aggregate",
-                        f"{survey.names[owner]} in forbidden aggregate {agg}",
+                        f"{cloud.names[owner]} in forbidden aggregate {agg}",
                         {"provider": self.ref(owner), "groups": [group.suffix], "aggregate": agg},
                     )
                     for agg in sorted(held & member_of.forbidden)
                 ]
-        traits = survey.traits[pid]
+        traits = cloud.traits[pid]
         if group.same_provider:
             fails += [
                 _missing(one, name, where) for one in group.required.any_of if not traits & one
@@ -172,7 +170,7 @@ class Shortfalls:
         return fails
 
     def _room_fails(self, assigned: list[int]) -> list[Fail]:
-        survey = self.survey
+        cloud = self.cloud
         placed: dict[tuple[int, str], tuple[list[int], list[str]]] = {}
         for slot, pid in zip(self.slots, assigned):
             for rc, amount in slot.amounts:
@@ -182,44 +180,45 @@ class Shortfalls:
                     groups.append(slot.suffix)
         fails = []
         for (pid, rc), (amounts, groups) in placed.items():
-            stock = survey.stock.get((pid, rc))
-            lacking = () if stock is None else stock.lacks(*amounts)
-            if stock is not None and not lacking:
+            room = cloud.room.get((pid, rc))
+            lacking = () if room is None else room.lacks(*amounts)
+            if room is not None and not lacking:
                 continue
-            name, needs = survey.names[pid], sum(amounts)
+            name, needs = cloud.names[pid], sum(amounts)
             where = {"provider": self.ref(pid), "groups": groups, "resource_class": rc}
-            if stock is None:
+            if room is None:
                 fails.append(
                     Fail("no_inventory", f"no {rc} inventory on {name}", {**where, "needs": needs})
                 )
                 continue
-            free = _number(stock.free)
+            whole = cloud.inventories[(pid, rc)]
+            free = _number(room.free)
             numbers = {
                 **where,
                 "needs": needs,
-                "free": _number(stock.free),
-                "total": stock.total,
-                "reserved": stock.reserved,
-                "allocation_ratio": stock.allocation_ratio,
-                "used": stock.used,
-                "min_unit": stock.min_unit,
-                "max_unit": stock.max_unit,
-                "step_size": stock.step_size,
+                "free": free,
+                "total": whole.total,
+                "reserved": whole.reserved,
+                "allocation_ratio": whole.allocation_ratio,
+                "used": room.used,
+                "min_unit": room.min_unit,
+                "max_unit": room.max_unit,
+                "step_size": room.step_size,
             }
             for kind in lacking:
                 if kind == "capacity":
                     text = (
-                        f"{rc} on {name}: needs {needs}, {free} free (total {stock.total}, "
-                        f"reserved {stock.reserved}, ratio {stock.allocation_ratio}, "
-                        f"used {stock.used})"
+                        f"{rc} on {name}: needs {needs}, {free} free (total {whole.total}, "
+                        f"reserved {whole.reserved}, ratio {whole.allocation_ratio}, "
+                        f"used {room.used})"
                     )
                 elif kind == "max_unit":
-                    text = f"{rc} on {name}: needs {needs}, max_unit {stock.max_unit}"
+                    text = f"{rc} on {name}: needs {needs}, max_unit {room.max_unit}"
                 elif kind == "min_unit":
-                    text = f"{rc} on {name}: needs {min(amounts)}, min_unit {stock.min_unit}"
+                    text = f"{rc} on {name}: needs {min(amounts)}, min_unit {room.min_unit}"
                 else:
-                    odd = next(a for a in amounts if a % stock.step_size)
-                    text = f"{rc} on {name}: needs {odd}, step_size {stock.step_size}"
+                    odd = next(a for a in amounts if a % room.step_size)
+                    text = f"{rc} on {name}: needs {odd}, step_size {room.step_size}"
                 fails.append(Fail(kind, text, numbers))
         return fails
 
@@ -229,8 +228,8 @@ class Shortfalls:
         if group is None or not group.required.any_of:
             return []
         mine = list(dict.fromkeys(p for s, p in zip(self.slots, assigned) if not s.granular))
-        held = frozenset().union(*(self.survey.traits[pid] for pid in mine))
-        names = ", ".join(self.survey.names[pid] for pid in mine)
+        held = frozenset().union(*(self.cloud.traits[pid] for pid in mine))
+        names = ", ".join(self.cloud.names[pid] for pid in mine)
         on = names if len(mine) == 1 else f"any of {names} (the unsuffixed group's providers)"
         where = {"provider": self.ref(mine[0]), "groups": [""]}
         return [_missing(one, on, where) for one in group.required.any_of if not held & one]
@@ -249,7 +248,7 @@ class Shortfalls:
         return [
             Fail(
                 "isolate",
-                f"groups {_quoted(groups)} would share {self.survey.names[pid]} ({rule})",
+                f"groups {_quoted(groups)} would share {self.cloud.names[pid]} ({rule})",
                 {"provider": self.ref(pid), "groups": groups},
             )
             for pid, groups in users.items()
@@ -257,14 +256,14 @@ class Shortfalls:
         ]
 
     def _subtree_fails(self, assigned: list[int]) -> list[Fail]:
-        survey, slots = self.survey, self.slots
+        cloud, slots = self.cloud, self.slots
         fails = []
         unrooted = set()
         for suffixes in self.request.same_subtrees:
             members = {pid for s, pid in zip(slots, assigned) if s.suffix in suffixes}
-            if subtree.root(survey, members) is None:
+            if subtree.root(cloud, members) is None:
                 unrooted.add(frozenset(suffixes))
-                names = ", ".join(survey.names[pid] for pid in sorted(members))
+                names = ", ".join(cloud.names[pid] for pid in sorted(members))
                 fails.append(
                     Fail(
                         "same_subtree",
@@ -280,16 +279,16 @@ class Shortfalls:
             if positive in unrooted:
                 continue
             members = {pid for s, pid in zip(slots, assigned) if s.suffix in positive}
-            top = subtree.root(survey, members)
+            top = subtree.root(cloud, members)
             for suffix in sorted(negated):
-                if not subtree.apart(survey, slots, assigned, positive, suffix):
+                if not subtree.apart(cloud, slots, assigned, positive, suffix):
                     pid = next(p for s, p in zip(slots, assigned) if s.suffix == suffix)
                     fails.append(
                         Fail(
                             "same_subtree_apart",
                             f"same_subtree={','.join(sorted(positive))},!{suffix}: "
-                            f"{survey.names[pid]} (group '{suffix}') is in the subtree of "
-                            f"{survey.names[top] if top is not None else '?'}",
+                            f"{cloud.names[pid]} (group '{suffix}') is in the subtree of "
+                            f"{cloud.names[top] if top is not None else '?'}",
                             {
                                 "groups": sorted(positive),
                                 "negated": suffix,
@@ -303,14 +302,14 @@ class Shortfalls:
         """Before 1.29 a candidate takes one provider per tree."""
         if self.request.nested:
             return []
-        survey = self.survey
+        cloud = self.cloud
         by_tree: dict[int, list[int]] = {}
         for pid in dict.fromkeys(assigned):
-            by_tree.setdefault(survey.providers[pid].root_id, []).append(pid)
+            by_tree.setdefault(cloud.providers[pid].root_id, []).append(pid)
         return [
             Fail(
                 "one_provider_per_tree",
-                f"{', '.join(survey.names[p] for p in pids)} are one tree's providers "
+                f"{', '.join(cloud.names[p] for p in pids)} are one tree's providers "
                 "(before 1.29 a candidate takes one provider per tree)",
                 {"providers": [self.ref(p) for p in pids]},
             )

@@ -1,8 +1,8 @@
 """The trees that almost serve a request, and what each lacks: an
-explanation's near misses. Pure: reads a Survey (survey.py).
+explanation's near misses. Pure: reads a Cloud (cloud.py).
 
 For each tree without a candidate, one assignment of the request's slots
-(merge.slots: a class of the unsuffixed group, or a granular group whole)
+(walk.slots: a class of the unsuffixed group, or a granular group whole)
 to providers in the tree's reach is chosen greedily, slot by slot: the
 provider whose shortfalls grow least, given the slots placed before it
 (room they share, isolation). Then every rule that assignment breaks is
@@ -20,14 +20,14 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from placement_svc.candidates import conflicts
-from placement_svc.candidates.model import Survey
+from placement_svc.candidates.explain import conflicts
+from placement_svc.candidates.explain.cloud import Cloud
+from placement_svc.candidates.explain.shortfalls import Fail, Shortfalls
 from placement_svc.candidates.request import Request
-from placement_svc.candidates.shortfalls import Fail, Shortfalls
 
 
 def near_misses(
-    survey: Survey, request: Request, served: set[int], limit: int
+    cloud: Cloud, request: Request, served: set[int], limit: int
 ) -> list[dict[str, Any]]:
     """Up to ``limit`` trees not in ``served`` (the trees with candidates)
     that break the fewest rules, fewest first; among those, the ones that
@@ -35,14 +35,14 @@ def near_misses(
     nearer than a tree without the class at all), then the oldest root."""
     if limit <= 0:
         return []
-    misses = _Misses(survey, request)
+    misses = _Misses(cloud, request)
     # The ``limit`` best so far as a heap whose top is the worst of them:
     # (-count, -inventories lacking, -root). Roots come oldest first, so a
     # later tree takes the worst one's place only if it is better on the
     # first two; its rules are counted only while it still can be (most
     # trees of a big cloud stop early).
     best: list[tuple[int, int, int, list[Fail]]] = []
-    for root in survey.roots():
+    for root in cloud.roots():
         if root in served:
             continue
         full = len(best) >= limit
@@ -102,7 +102,7 @@ class _Misses(Shortfalls):
     # -- choosing the assignment ----------------------------------------------
 
     def _assign(self, root: int) -> list[int]:
-        survey = self.survey
+        cloud = self.cloud
         reach = self.reach.get(root, [root])
         if len(reach) == 1:  # a tree of one provider, no sharing: no choice to make
             return reach * len(self.slots)
@@ -117,12 +117,12 @@ class _Misses(Shortfalls):
                 count, lacking = len(self._group_fails(slot.suffix, pid, root)), 0
                 for rc, amount in slot.amounts:
                     before = amounts.get((pid, rc), [])
-                    if (pid, rc) not in survey.stock:
+                    if (pid, rc) not in cloud.room:
                         count += not before  # one fail, however many amounts
                         lacking += not before
                     else:
-                        count += _room_count(survey, pid, rc, [*before, amount])
-                        count -= _room_count(survey, pid, rc, before)
+                        count += _room_count(cloud, pid, rc, [*before, amount])
+                        count -= _room_count(cloud, pid, rc, before)
                 users = granular.get(pid, [])
                 if slot.granular and users and (slot.isolated or any(users)):
                     count += not (len(users) > 1 and any(users))  # a new clash, or one more
@@ -143,8 +143,8 @@ class _Misses(Shortfalls):
     def _conflicts(self, root: int, assigned: list[int], fails: list[Fail]) -> list[Fail]:
         """A fail for each fix that would break another rule of the same
         assignment (conflicts.py): no change of data fixes both."""
-        survey = self.survey
-        by_uuid = {survey.providers[pid].uuid: pid for pid in {*assigned, root}}
+        cloud = self.cloud
+        by_uuid = {cloud.providers[pid].uuid: pid for pid in {*assigned, root}}
         changes: conflicts.Changes = {}
         for fail in fails:
             change = _change(fail)
@@ -153,16 +153,16 @@ class _Misses(Shortfalls):
                 continue
             adds, kind, name = change
             changes.setdefault((owner, kind), (set(), set()))[0 if adds else 1].add(name)
-        tree = [q for q in self.reach.get(root, [root]) if survey.providers[q].root_id == root]
+        tree = [q for q in self.reach.get(root, [root]) if cloud.providers[q].root_id == root]
         return [
             Fail(
                 "conflict",
-                f"{survey.names[pid]} would {'gain' if adds else 'lose'} {kind} {name} "
+                f"{cloud.names[pid]} would {'gain' if adds else 'lose'} {kind} {name} "
                 "for one rule and break another",
                 {"provider": self.ref(pid), kind: name},
             )
             for pid, kind, name, adds in conflicts.broken(
-                survey, self.request, self.slots, assigned, root, tree, changes
+                cloud, self.request, self.slots, assigned, root, tree, changes
             )
         ]
 
@@ -184,8 +184,8 @@ def _change(fail: Fail) -> tuple[bool, str, str] | None:
     return None
 
 
-def _room_count(survey: Survey, pid: int, rc: str, amounts: list[int]) -> int:
+def _room_count(cloud: Cloud, pid: int, rc: str, amounts: list[int]) -> int:
     if not amounts:
         return 0
-    stock = survey.stock.get((pid, rc))
-    return 1 if stock is None else len(stock.lacks(*amounts))
+    room = cloud.room.get((pid, rc))
+    return 1 if room is None else len(room.lacks(*amounts))

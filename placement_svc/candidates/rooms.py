@@ -1,0 +1,222 @@
+"""A request's Found, made of the shape of the cloud this process keeps
+(world.py) and the used amounts the search read: the room of each
+requested class, the providers of the trees that hold one, the sharing
+providers among them and the trees they share with; then which providers
+may serve which group (eligibility.py). Pure: search.py reads, this makes.
+
+With ``first`` anchors only (see ``window``), a Found of the first trees
+alone, whose anchors are a prefix of the whole search's.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from placement_svc.candidates import eligibility, world
+from placement_svc.candidates.model import Found, Room
+from placement_svc.candidates.request import Request
+from placement_svc.db import tables
+
+# A class id -> (the class as the request names it, its smallest amount asked).
+Wanted = dict[int, tuple[str, int]]
+
+
+def weighed(request: Request, rc_ids: Mapping[str, int]) -> tuple[Wanted, Wanted]:
+    """The requested classes (``rc_ids``: name -> id) with their smallest
+    amount asked, the room a provider needs to serve any group of them: those
+    an inventory can hold, and those beyond (past MAX_INT: max_unit is an
+    INT), which choose no tree but whose inventories an explanation counts."""
+    smallest: dict[str, int] = {}
+    for group in request.groups.values():
+        for rc, amount in group.resources.items():
+            smallest[rc] = min(amount, smallest.get(rc, amount))
+    wanted: Wanted = {}
+    beyond: Wanted = {}
+    for rc, amount in smallest.items():
+        (wanted if amount <= tables.MAX_INT else beyond)[rc_ids[rc]] = (rc, amount)
+    return wanted, beyond
+
+
+def window(
+    shape: world.World, request: Request, wanted: dict[int, tuple[str, int]], first: int
+) -> tuple[set[int], int] | None:
+    """The trees (roots) a search of the first ``first`` anchors reads, and
+    the last of those anchors; None when there are no more anchors than
+    that. Besides those anchors, the trees of the sharing providers. Pure."""
+    trees = shape.trees(frozenset(wanted))
+    rules = eligibility.root_rules(request, shape.traits, shape.aggregates)
+    key = ("anchors", frozenset(wanted), eligibility.asked(rules))
+    anchors = shape.remember(key, lambda: eligibility.passing(rules, trees.roots))
+    if len(anchors) <= first:
+        return None
+    roots = set(anchors[:first])
+    roots.update(shape.providers[pid].root_id for pid in trees.sharing)
+    return roots, anchors[first - 1]
+
+
+def found(
+    shape: world.World,
+    request: Request,
+    wanted: dict[int, tuple[str, int]],
+    used: dict[int, dict[int, int]],
+    cut: tuple[set[int], int] | None = None,
+    beyond: dict[int, tuple[str, int]] | None = None,
+) -> Found:
+    """The request's Found from the shape and the used amounts, with the
+    eligibility rules applied; with ``cut`` (see ``window``) of its trees
+    alone, the anchors up to its last. Pure."""
+    made = of_world(shape, wanted, used, None if cut is None else cut[0], beyond)
+    made.complete = cut is None
+    if not made.with_room and all(g.resources for g in request.groups.values()):
+        return made
+    eligibility.apply(made, request)
+    if cut is not None:
+        made.roots = [root for root in made.roots if root <= cut[1]]
+    return made
+
+
+def id_range(shape: world.World, window: set[int] | None) -> tuple[int, int] | None:
+    """The smallest and largest provider id of the trees in ``window``."""
+    if window is None:
+        return None
+    ids = [pid for root in window for pid in shape.members.get(root, ())]
+    return (min(ids), max(ids)) if ids else (0, -1)
+
+
+def of_world(
+    shape: world.World,
+    wanted: dict[int, tuple[str, int]],
+    used: dict[int, dict[int, int]],
+    window: set[int] | None = None,
+    beyond: dict[int, tuple[str, int]] | None = None,
+) -> Found:
+    """The Found of a request for ``wanted`` (class id -> (class, smallest
+    amount asked)), from the shape of the cloud and the used amounts (class
+    id -> provider -> used) of those classes; with ``window``, of those
+    trees alone (roots). Pure.
+
+    Room: every inventory of a wanted class, with or without room (provider
+    summaries show both). Providers: those of the trees holding an inventory
+    of a wanted class, and of the trees their sharing providers share with.
+    ``beyond``: classes asked in an amount no inventory can hold (past
+    MAX_INT), which choose no tree; their inventories are in ``full``, for
+    an explanation to count.
+    """
+    found = Found()
+    trees = shape.trees(frozenset(wanted))
+    if beyond:
+        wanted = {**wanted, **beyond}
+    found.classes = {rc: rc_id for rc_id, (rc, _amount) in wanted.items()}
+    providers = shape.providers
+    inside: set[int] | None = None
+    if window is not None:
+        inside = {pid for root in window for pid in shape.members.get(root, ())}
+        lowest, highest = (min(inside), max(inside)) if inside else (0, -1)
+    room, full, with_room = found.room, found.full, found.with_room
+    for rc_id, (rc, amount) in wanted.items():
+        used_of = used.get(rc_id, {})
+        if inside is None:
+            _room_of_class(shape, rc_id, rc, amount, used_of, found)
+            continue
+        holders: list[int] = []
+        hold = holders.append
+        stock = shape.stock.get(rc_id, [])
+        if inside is not None:  # the stock of the window's id range
+            ids = shape.stock_ids[rc_id] if stock else []
+            stock = stock[bisect_left(ids, lowest) : bisect_right(ids, highest)]
+        for pid, capacity, whole, min_unit, max_unit, step_size, idle in stock:
+            if inside is not None and pid not in inside:
+                continue
+            taken = used_of.get(pid)
+            if taken is None:  # nothing used: the world's own Room
+                if capacity >= amount and max_unit >= amount:
+                    room[(pid, rc)] = idle
+                    hold(pid)
+                else:
+                    full[(pid, rc)] = idle
+                continue
+            free = capacity - taken
+            mine = Room(free, min_unit, max_unit, step_size, whole, taken)
+            if free >= amount and max_unit >= amount:
+                room[(pid, rc)] = mine
+                hold(pid)
+            else:
+                full[(pid, rc)] = mine
+        if holders:
+            with_room[rc] = holders
+    found.sharing = set(trees.sharing)
+    found.shares_with = {pid: set(shape.shares_with[pid]) for pid in trees.sharing}
+    if inside is not None:
+        found.providers = {pid: providers[pid] for pid in sorted(inside)}
+        found.members = {
+            root: shape.members[root] for root in window or () if root in shape.members
+        }
+    elif len(trees.all_roots) == len(shape.roots):
+        found.providers = providers  # the world's own: read, never changed
+        found.members = shape.members
+    else:
+        roots = trees.all_roots
+        found.providers = {pid: p for pid, p in providers.items() if p.root_id in roots}
+        found.members = {root: shape.members[root] for root in roots}
+    found.traits, found.trait_ids = shape.traits, shape.trait_ids
+    found.aggregates = shape.aggregates
+    found.world = shape
+    return found
+
+
+class _Idle(NamedTuple):
+    """One class's room for one amount while nothing is allocated: what
+    ``of_world`` starts from (kept per world), the used providers' room
+    then written over it."""
+
+    room: dict[tuple[int, str], Room]
+    full: dict[tuple[int, str], Room]
+    holders: list[int]  # in id order
+    stock: dict[int, world.Stock]
+
+
+def _idle(shape: world.World, rc_id: int, rc: str, amount: int) -> _Idle:
+    idle = _Idle({}, {}, [], {})
+    for item in shape.stock.get(rc_id, []):
+        idle.stock[item.provider] = item
+        if item.capacity >= amount and item.max_unit >= amount:
+            idle.room[(item.provider, rc)] = item.idle
+            idle.holders.append(item.provider)
+        else:
+            idle.full[(item.provider, rc)] = item.idle
+    return idle
+
+
+def _room_of_class(
+    shape: world.World,
+    rc_id: int,
+    rc: str,
+    amount: int,
+    used_of: dict[int, int],
+    found: Found,
+) -> None:
+    """``of_world``'s room, full and with_room for one class, every tree of
+    the cloud: the idle room kept in the world, then the room of the
+    providers something is allocated from."""
+    idle = shape.remember(("idle", rc_id, amount), lambda: _idle(shape, rc_id, rc, amount))
+    room, full = found.room, found.full
+    room.update(idle.room)
+    full.update(idle.full)
+    dropped = set()
+    for pid, taken in used_of.items():
+        item = idle.stock.get(pid)
+        if item is None:  # allocated from an inventory there is no more
+            continue
+        free = item.capacity - taken
+        mine = Room(free, item.min_unit, item.max_unit, item.step_size, item.whole, taken)
+        if free >= amount and item.max_unit >= amount:
+            room[(pid, rc)] = mine
+        else:
+            room.pop((pid, rc), None)
+            full[(pid, rc)] = mine
+            dropped.add(pid)
+    holders = [pid for pid in idle.holders if pid not in dropped]
+    if holders:
+        found.with_room[rc] = holders
