@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import re
 import statistics
 import threading
 import time
@@ -64,6 +65,16 @@ class Client:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
+
+    def resolve(self, query: str) -> str:
+        """The path of a bench query: an allocation candidates query string,
+        or a whole path whose "{uuid of NAME}" become this endpoint's uuids."""
+        if not query.startswith("/"):
+            return "/allocation_candidates?" + query
+        for name in re.findall(r"\{uuid of ([^}]+)\}", query):
+            found = self.ok("GET", f"/resource_providers?name={name}")["resource_providers"]
+            query = query.replace(f"{{uuid of {name}}}", found[0]["uuid"])
+        return query
 
     def ok(self, method, path, body=None, expect=(200, 201, 204)):
         status, data = self.call(method, path, body)
@@ -199,6 +210,32 @@ def load_wide(client, hosts, workers):
         list(pool.map(one, range(hosts)))
 
 
+# GET /resource_providers in the forms operators and nova's periodic ask
+# (a query starting with "/" is a whole path). "{uuid of NAME}" is the uuid
+# the endpoint gave the provider named NAME: each endpoint has its own.
+PROVIDER_LISTS = {
+    "flat": [
+        ("providers: all", "1.39", "/resource_providers"),
+        ("providers: resources=", "1.39", "/resource_providers?resources=VCPU:2,MEMORY_MB:4096"),
+        ("providers: required=", "1.39", "/resource_providers?required=CUSTOM_BENCH_GOLD"),
+        (
+            "providers: member_of=in:",
+            "1.39",
+            "/resource_providers?member_of=in:" + ",".join(AGGREGATES[:5]),
+        ),
+        ("providers: in_tree=", "1.39", "/resource_providers?in_tree={uuid of bench-flat-7}"),
+    ],
+    "nested": [
+        ("providers: resources=VGPU:1 (nested)", "1.39", "/resource_providers?resources=VGPU:1"),
+        (
+            "providers: in_tree= (nested)",
+            "1.39",
+            "/resource_providers?in_tree={uuid of bench-nested-7}",
+        ),
+    ],
+}
+
+
 def queries(scenario, wide_hosts=20):
     aggs = ",".join(AGGREGATES[:5])
     if scenario == "flat":
@@ -227,7 +264,12 @@ def queries(scenario, wide_hosts=20):
                 "1.36",
                 "resources=VCPU:500,MEMORY_MB:4096,DISK_GB:20&limit=1000",
             ),
-        ]
+            (
+                "flat: one required trait, limit=1000",
+                "1.39",
+                "resources=VCPU:2,MEMORY_MB:4096&required=CUSTOM_BENCH_GOLD&limit=1000",
+            ),
+        ] + PROVIDER_LISTS["flat"]
     if scenario == "nested":
         return [
             (
@@ -248,7 +290,7 @@ def queries(scenario, wide_hosts=20):
                 "resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&resources1=VGPU:1&limit=1000"
                 f"&group_policy=none&root_required=!COMPUTE_STATUS_DISABLED&member_of=in:{aggs}",
             ),
-        ]
+        ] + PROVIDER_LISTS["nested"]
     eight = "&".join(f"resources{g}=CUSTOM_BENCH_ACCEL:1" for g in range(1, 9))
     wide = [
         (
@@ -342,12 +384,14 @@ def measure(clients, label, version, query, repeat):
         for index in order:
             # Timed: the request until the last byte of the answer is read;
             # the client's own JSON parsing is not the server's latency.
+            path = clients[index].resolve(query)
             start = time.perf_counter()
-            status, raw = clients[index].raw("GET", "/allocation_candidates?" + query)
+            status, raw = clients[index].raw("GET", path)
             timings[index].append(time.perf_counter() - start)
             if status != 200:
                 raise RuntimeError(f"{label}: {status} {raw[:500]!r}")
-            counts[index] = len(json.loads(raw)["allocation_requests"])
+            body = json.loads(raw)
+            counts[index] = len(body.get("allocation_requests", body.get("resource_providers", [])))
     for client in clients:
         client.headers["openstack-api-version"] = "placement 1.39"
     columns = []

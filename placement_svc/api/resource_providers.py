@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid as uuidlib
+from collections.abc import Callable
 from functools import partial
 
 from placement_svc import errors, queryparams
@@ -108,25 +109,36 @@ def _duplicate(what: str) -> errors.Conflict:
     )
 
 
-def links(req, provider) -> list[dict]:
-    base = answering.url(req, f"/resource_providers/{provider.uuid}")
-    rels = schema.link_rels(reading.version(req))
-    return [{"rel": "self", "href": base}] + [{"rel": rel, "href": f"{base}/{rel}"} for rel in rels]
-
-
 def represent(req, provider, embedded: ops.Embedded | None = None) -> dict:
-    body = {
-        "uuid": provider.uuid,
-        "name": provider.name,
-        "generation": provider.generation,
-        "links": links(req, provider),
-    }
-    if reading.version(req) >= mv.NESTED_PROVIDERS:
-        body["parent_provider_uuid"] = provider.parent_uuid
-        body["root_provider_uuid"] = provider.root_uuid
-    if embedded is not None:
-        body.update(_embedded(provider, embedded))
-    return body
+    return representer(req)(provider, embedded)
+
+
+def representer(req) -> Callable[..., dict]:
+    """A provider's body at the request's version, as a function made once
+    per request: a list of thousands asks the version, the links' relations
+    and the mount prefix once, not once per provider."""
+    version = reading.version(req)
+    prefix = answering.url(req, "/resource_providers/")
+    rels = schema.link_rels(version)
+    nested = version >= mv.NESTED_PROVIDERS
+
+    def body_of(provider, embedded: ops.Embedded | None = None) -> dict:
+        base = prefix + provider.uuid
+        body = {
+            "uuid": provider.uuid,
+            "name": provider.name,
+            "generation": provider.generation,
+            "links": [{"rel": "self", "href": base}]
+            + [{"rel": rel, "href": f"{base}/{rel}"} for rel in rels],
+        }
+        if nested:
+            body["parent_provider_uuid"] = provider.parent_uuid
+            body["root_provider_uuid"] = provider.root_uuid
+        if embedded is not None:
+            body.update(_embedded(provider, embedded))
+        return body
+
+    return body_of
 
 
 def _embedded(provider, embedded: ops.Embedded) -> dict:
@@ -233,7 +245,8 @@ class ResourceProviders:
             else:
                 work = partial(ops.list_including, include=include, **filters)
                 found, embedded = self.db.read(work)
-        listed = [represent(req, p, embedded) for p in found]
+        body_of = representer(req)
+        listed = [body_of(p, embedded) for p in found]
         answering.render(resp, {"resource_providers": listed})
         answering.cache_headers(req, resp, answering.newest(found))
 

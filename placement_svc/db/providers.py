@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -29,8 +29,11 @@ if TYPE_CHECKING:
 RP = tables.resource_providers
 
 
-@dataclass(frozen=True)
-class Provider:
+class Provider(NamedTuple):
+    """A provider as read, with its parent's and root's uuids. A named tuple:
+    a list of thousands is made for every provider list, and a frozen
+    dataclass took five times as long to make."""
+
     id: int
     uuid: str
     name: str
@@ -78,18 +81,38 @@ def _select() -> sa.Select:
 
 
 def _record(row: sa.Row) -> Provider:
-    return Provider(
-        id=row.id,
-        uuid=row.uuid,
-        name=row.name,
-        generation=row.generation,
-        parent_id=row.parent_provider_id,
-        root_id=row.root_provider_id,
-        parent_uuid=row.parent_uuid,
-        root_uuid=row.root_uuid or row.uuid,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
+    return _records([row])[0]
+
+
+def _records(rows: Iterable[Sequence[Any]]) -> list[Provider]:
+    """Providers of _SELECT's rows, unpacked by position: reading each
+    column by name cost a list of a thousand providers more than its query."""
+    return [
+        Provider(
+            pid,
+            uuid,
+            name,
+            generation,
+            parent_id,
+            root_id,
+            parent_uuid,
+            root_uuid or uuid,
+            created_at,
+            updated_at,
+        )
+        for (
+            pid,
+            uuid,
+            name,
+            generation,
+            parent_id,
+            root_id,
+            parent_uuid,
+            root_uuid,
+            created_at,
+            updated_at,
+        ) in rows
+    ]
 
 
 def find(conn: Connection, uuid: str) -> Provider | None:
@@ -111,7 +134,7 @@ _BY_UUIDS = _SELECT.where(RP.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
 
 def by_uuids(conn: Connection, uuids: list[str]) -> list[Provider]:
     """The providers of these uuids that exist, in no particular order."""
-    return [_record(row) for row in conn.execute(_BY_UUIDS, {"uuids": uuids})]
+    return _records(conn.execute(_BY_UUIDS, {"uuids": uuids}).all())
 
 
 def query(conn: Connection, where: Any = None, order: bool = True) -> list[Provider]:
@@ -120,7 +143,7 @@ def query(conn: Connection, where: Any = None, order: bool = True) -> list[Provi
         stmt = stmt.where(where)
     if order:
         stmt = stmt.order_by(RP.c.id)
-    return [_record(row) for row in conn.execute(stmt)]
+    return _records(conn.execute(stmt).all())
 
 
 def create(conn: Connection, name: str, uuid: str, parent: Provider | None) -> Provider:

@@ -17,7 +17,6 @@ the whole reshape run again, as an allocation write is.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from sqlalchemy.engine import Connection
@@ -100,4 +99,4 @@ def _replace_inventory(conn: Connection, provider: Provider, wanted: list[Invent
         )
     except ConcurrentUpdate as exc:
         raise ProviderChanged(exc.uuid) from exc
-    return dataclasses.replace(provider, generation=generation)
+    return provider._replace(generation=generation)
