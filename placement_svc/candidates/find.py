@@ -227,8 +227,8 @@ def find_noting_empty(
         nested = any(provider.parent_id is not None for provider in found.providers.values())
     if answer.chosen:
         return Noted(answer, None, nested, tally.pruned)
-    why = explain_rules.explain(found, cloud.of(found), wanted, settings.max_candidates, near=0)
-    return Noted(answer, explain_rules.first_empty_step(why), nested, tally.pruned)
+    why = explain_rules.why_empty(found, cloud.of(found), wanted)
+    return Noted(answer, why, nested, tally.pruned)
 
 
 def explain(

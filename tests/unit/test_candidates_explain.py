@@ -280,7 +280,13 @@ def test_a_candidate_of_sharing_providers_alone_counts_once():
 
 
 def why(cloud: Cloud, qs: str, version: Version | None = None, **kwargs) -> str:
-    return explain.first_empty_step(explained(cloud, qs, version, **kwargs))
+    """The phrase of the whole explanation, which why_empty (the request
+    log's, worked out only up to the empty step) must give too."""
+    phrase = explain.first_empty_step(explained(cloud, qs, version, **kwargs))
+    req = ask(qs) if version is None else ask(qs, version)
+    found = cloud.found(req)
+    assert explain.why_empty(found, cloud.whole(req, found), req) == phrase
+    return phrase
 
 
 def test_first_empty_step_with_no_provider_or_in_a_groups_funnel():
@@ -514,8 +520,10 @@ def test_the_explanation_agrees_with_the_engine():
             assert step["after"] <= step["before"]
             start = step["after"]
         assert start == len(trees), (req, body)
+        said = explain.why_empty(found, cloud.whole(req, found), req)
+        assert said == explain.first_empty_step(body), (req, body)
         if not trees:
-            assert explain.first_empty_step(body) != "no candidate", (req, body)
+            assert said != "no candidate", (req, body)
             emptied += 1
         compared += 1
         with_rules += bool(body["merge_rules"])

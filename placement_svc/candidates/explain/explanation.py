@@ -69,31 +69,77 @@ def first_empty_step(body: dict[str, Any]) -> str:
     """What left an answer empty, in one phrase for the log: the first step
     of the explanation, in its order, that left nothing."""
     if not body["cloud"]["providers"]:
-        return "there are no resource providers"
+        return NO_PROVIDERS
     for suffix, group in body["groups"].items():
-        before = pre_room = group["considered"]
-        for step in group["funnel"]:
-            if step["filter"] == "resources" and not suffix:
-                before = pre_room  # the unsuffixed group's classes count from the same ones
-            if not step["after"]:
-                shown = ",".join(step["value"])
-                return (
-                    f"group '{suffix}' {step['filter']} {shown} left none of "
-                    f"{_counted(before, 'provider')}"
-                )
-            before = step["after"]
-            if step["filter"] != "resources":
-                pre_room = before
-        if not group["trees"]:
-            return f"group '{suffix}' has providers, but no tree holds all its classes"
-    if not body["trees_for_all_groups"]:
-        counts = ", ".join(f"'{s}' {g['trees']}" for s, g in body["groups"].items())
-        return f"no tree can serve every group (trees per group: {counts})"
-    for step in body["request_filters"] + body["merge_rules"]:
+        said = _group_left_none(suffix, group)
+        if said is not None:
+            return said
+    return (
+        _trees_left_none(body["groups"], body["trees_for_all_groups"])
+        or _steps_left_none(body["request_filters"] + body["merge_rules"])
+        or NO_CANDIDATE
+    )
+
+
+def why_empty(found: Found, cloud: Cloud, request: Request) -> str:
+    """``first_empty_step(explain(...))``, working out the explanation's
+    steps only up to the one that left nothing: the reason an empty answer
+    gives in the request log, without the rest of an explanation (what
+    comes after the empty step, the count, the near misses)."""
+    if not cloud.providers:
+        return NO_PROVIDERS
+    groups: dict[str, dict[str, Any]] = {}
+    served: set[int] | None = None
+    for suffix, group in request.groups.items():
+        each = funnel.group_funnel(cloud, group)
+        groups[suffix] = each.body(group)
+        said = _group_left_none(suffix, groups[suffix])
+        if said is not None:
+            return said
+        served = each.trees if served is None else served & each.trees
+    said = _trees_left_none(groups, len(served or ()))
+    if said is not None:
+        return said
+    said = _steps_left_none(_request_filters(cloud, request, sorted(served or ())))
+    return said or _steps_left_none(_merge_rules(found, request)[0]) or NO_CANDIDATE
+
+
+NO_PROVIDERS = "there are no resource providers"
+NO_CANDIDATE = "no candidate"  # every step left something: the walk found none
+
+
+def _group_left_none(suffix: str, group: dict[str, Any]) -> str | None:
+    before = pre_room = group["considered"]
+    for step in group["funnel"]:
+        if step["filter"] == "resources" and not suffix:
+            before = pre_room  # the unsuffixed group's classes count from the same ones
+        if not step["after"]:
+            shown = ",".join(step["value"])
+            return (
+                f"group '{suffix}' {step['filter']} {shown} left none of "
+                f"{_counted(before, 'provider')}"
+            )
+        before = step["after"]
+        if step["filter"] != "resources":
+            pre_room = before
+    if not group["trees"]:
+        return f"group '{suffix}' has providers, but no tree holds all its classes"
+    return None
+
+
+def _trees_left_none(groups: dict[str, dict[str, Any]], trees_for_all: int) -> str | None:
+    if trees_for_all:
+        return None
+    counts = ", ".join(f"'{s}' {g['trees']}" for s, g in groups.items())
+    return f"no tree can serve every group (trees per group: {counts})"
+
+
+def _steps_left_none(steps: list[dict[str, Any]]) -> str | None:
+    for step in steps:
         if not step["after"]:
             name = " ".join([step.get("filter") or step["rule"], ",".join(step["value"])])
             return f"{name.strip()} left none of {_counted(step['before'], 'tree')}"
-    return "no candidate"
+    return None
 
 
 def _counted(count: int, thing: str) -> str:
