@@ -47,9 +47,10 @@ class Room(NamedTuple):
             lacking.append("capacity")
         if needs > self.max_unit:
             lacking.append("max_unit")
-        if any(amount < self.min_unit for amount in amounts):
+        if amounts and min(amounts) < self.min_unit:
             lacking.append("min_unit")
-        if any(amount % self.step_size for amount in amounts):
+        step = self.step_size
+        if step != 1 and any(amount % step for amount in amounts):
             lacking.append("step_size")
         return tuple(lacking)
 

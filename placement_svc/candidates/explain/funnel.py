@@ -98,13 +98,16 @@ def serves(cloud: Cloud, group: RequestGroup, pid: int) -> frozenset[int]:
 def _room_step(cloud: Cloud, funnel: Funnel, left: list[int], rc: str, amount: int) -> list[int]:
     lacking = dict.fromkeys(ROOM_LACKS, 0)
     kept = []
+    rooms = cloud.room
     for pid in left:
-        room = cloud.room.get((pid, rc))
-        why = ("inventory",) if room is None else room.lacks(amount)
-        for kind in why:
-            lacking[kind] += 1
-        if not why:
+        room = rooms.get((pid, rc))
+        if room is None:
+            lacking["inventory"] += 1
+        elif room.fits(amount):  # most rooms: no reason to name
             kept.append(pid)
+        else:
+            for kind in room.lacks(amount):
+                lacking[kind] += 1
     funnel.steps.append(
         {
             "filter": "resources",
