@@ -7,6 +7,7 @@ callers can combine them into one statement, whatever the provider count.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,21 +25,33 @@ AGG = tables.placement_aggregates
 Column = sa.ColumnElement[Any]
 
 
-def usage_subquery(rc_id: int | None = None) -> sa.Subquery:
-    """Used amounts per (provider, class); restricted to one class when given."""
-    stmt = sa.select(
-        ALLOC.c.resource_provider_id,
-        ALLOC.c.resource_class_id,
-        sa.func.sum(ALLOC.c.used).label("used"),
-    ).group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-    if rc_id is not None:
-        stmt = stmt.where(ALLOC.c.resource_class_id == rc_id)
-    return stmt.subquery()
+def providers_with_capacity(position: int) -> sa.Select:
+    """Providers that can take an amount more of a class, units respected:
+    the class and the amount are the bound parameters ``rc_<position>`` and
+    ``amount_<position>`` (``capacity_parameters``), so that a query asking
+    for several classes has one of these per class. Built once per
+    position: building the statement cost more than SQLite running it."""
+    return _capacity_select(position)
 
 
-def providers_with_capacity(rc_id: int, amount: int) -> sa.Select:
-    """Providers that can take ``amount`` more of the class, units respected."""
-    usage = usage_subquery(rc_id)
+def capacity_parameters(position: int, rc_id: int, amount: int) -> dict[str, int]:
+    return {f"rc_{position}": rc_id, f"amount_{position}": amount}
+
+
+@functools.cache
+def _capacity_select(position: int) -> sa.Select:
+    rc_id = sa.bindparam(f"rc_{position}", type_=sa.Integer)
+    amount = sa.bindparam(f"amount_{position}", type_=sa.Integer)
+    usage = (
+        sa.select(
+            ALLOC.c.resource_provider_id,
+            ALLOC.c.resource_class_id,
+            sa.func.sum(ALLOC.c.used).label("used"),
+        )
+        .where(ALLOC.c.resource_class_id == rc_id)
+        .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+        .subquery()
+    )
     used = sa.func.coalesce(usage.c.used, 0)
     return (
         sa.select(INV.c.resource_provider_id)

@@ -137,13 +137,15 @@ def by_uuids(conn: Connection, uuids: list[str]) -> list[Provider]:
     return _records(conn.execute(_BY_UUIDS, {"uuids": uuids}).all())
 
 
-def query(conn: Connection, where: Any = None, order: bool = True) -> list[Provider]:
+def query(
+    conn: Connection, where: Any = None, order: bool = True, params: dict | None = None
+) -> list[Provider]:
     stmt = _select()
     if where is not None:
         stmt = stmt.where(where)
     if order:
         stmt = stmt.order_by(RP.c.id)
-    return _records(conn.execute(stmt).all())
+    return _records(conn.execute(stmt, params or {}).all())
 
 
 def create(conn: Connection, name: str, uuid: str, parent: Provider | None) -> Provider:
@@ -297,6 +299,7 @@ def list_filtered(
 ) -> list[Provider]:
     """GET /resource_providers: every filter ANDed, in one statement."""
     where = []
+    params: dict[str, int] = {}
     if name is not None:
         where.append(RP.c.name == name)
     if uuid is not None:
@@ -317,9 +320,10 @@ def list_filtered(
         missing = tuple(rc_name for rc_name in resources if rc_name not in rc_ids)
         if missing:
             raise UnknownResourceClass(missing)
-        for rc_name, amount in resources.items():
-            where.append(RP.c.id.in_(filters.providers_with_capacity(rc_ids[rc_name], amount)))
-    return query(conn, sa.and_(sa.true(), *where))
+        for position, (rc_name, amount) in enumerate(resources.items()):
+            where.append(RP.c.id.in_(filters.providers_with_capacity(position)))
+            params.update(filters.capacity_parameters(position, rc_ids[rc_name], amount))
+    return query(conn, sa.and_(sa.true(), *where), params=params)
 
 
 def _traits_condition(conn: Connection, required: TraitFilter) -> sa.ColumnElement:
