@@ -204,3 +204,19 @@ def api_client(application, headers=ADMIN_HEADERS):
         base_url="http://placement.test",
         headers=headers,
     )
+
+
+class UntouchableDatabase:
+    """A refused request must not reach the database; an allowed one does."""
+
+    engine = None  # no pool for the metrics to watch
+    on_retry = None
+
+    class Touched(Exception):
+        pass
+
+    def read(self, fn):
+        raise self.Touched()
+
+    def write(self, fn):
+        raise self.Touched()

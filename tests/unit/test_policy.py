@@ -22,6 +22,7 @@ from oslo_policy import policy as oslo_policy
 from placement_svc import app, conf, policy, routes
 from placement_svc.cmd import bootstrap, cli
 from placement_svc.http.context import RequestContext
+from tests.support.fixtures import UntouchableDatabase
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GENERATOR_CONF = ROOT / "etc" / "policy-generator.conf"
@@ -159,22 +160,6 @@ def test_the_committed_sample_is_what_the_generator_writes(tmp_path):
 
 
 # -- every handler asks first ----------------------------------------------------
-
-
-class UntouchableDatabase:
-    """A refused request must not reach the database; an allowed one does."""
-
-    engine = None  # no pool for the metrics to watch
-    on_retry = None
-
-    class Touched(Exception):
-        pass
-
-    def read(self, fn):
-        raise self.Touched()
-
-    def write(self, fn):
-        raise self.Touched()
 
 
 def client(tmp_path, policy_text=None, **oslo_policy_overrides):

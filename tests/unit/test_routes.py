@@ -18,15 +18,20 @@ from microversion_parse import Version
 
 from placement_svc import app, routes
 from placement_svc import microversion as mv
-from tests.unit.test_policy import UntouchableDatabase, make_conf
+from tests.support.fixtures import UntouchableDatabase, make_conf
 
 PROJECT = "6a7c0c3b1f2e4d5c8b9a0f1e2d3c4b5a"
 
 
 @pytest.fixture
 def http(tmp_path):
-    application = app.create_app(make_conf(tmp_path), UntouchableDatabase())
+    application = app.create_app(conf_in(tmp_path), UntouchableDatabase())
     return httpx.Client(transport=httpx.WSGITransport(app=application), base_url="http://p")
+
+
+def conf_in(tmp_path):
+    """noauth2 and the default policy (no policy file of the machine's)."""
+    return make_conf(**{"oslo_policy.policy_file": str(tmp_path / "policy.yaml")})
 
 
 def call(http, method, template, version):
@@ -96,7 +101,7 @@ def test_a_url_of_our_own_is_a_404_for_any_method_before_it_appears(http):
 
 
 def test_every_operation_names_a_resource_and_a_handler_the_application_has(tmp_path):
-    served = app.resources(None, make_conf(tmp_path))
+    served = app.resources(None, conf_in(tmp_path))
     for route, op in routes.operations():
         assert callable(getattr(served[route.resource], op.handler)), (route.template, op.method)
 
