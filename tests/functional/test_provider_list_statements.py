@@ -1,0 +1,87 @@
+"""GET /resource_providers in every form operators and nova's periodic
+tasks ask runs a fixed number of statements, whatever the number of
+providers (counted for 4 and 40, on every backend), and the amounts a
+capacity filter asks are bound parameters, never written into the SQL."""
+
+from __future__ import annotations
+
+import uuid
+
+from placement_svc import app
+from placement_svc.db.engine import Database, create_engine
+from tests.support import fixtures
+from tests.support.statements import Statements
+
+AGGREGATE = str(uuid.uuid4())
+ROOT = str(uuid.uuid4())
+# The forms of the list, and the SELECTs each runs: the name lookups (the
+# classes' ids, the trait's id) and the tree's root come before the one
+# statement that reads the providers.
+FORMS = {
+    "": 1,
+    "?resources=VCPU:1,MEMORY_MB:512": 2,
+    "?required=HW_CPU_X86_AVX2": 2,
+    f"?member_of=in:{AGGREGATE}": 1,
+    f"?in_tree={ROOT}": 2,
+}
+
+
+def _served(test_db, providers: int):
+    test_db.reset()
+    engine = create_engine(test_db.url)
+    client = fixtures.api_client(app.create_app(fixtures.make_conf(), Database(engine)))
+    for index in range(providers):
+        rp = ROOT if index == 0 else str(uuid.uuid4())
+        body = {"name": f"rp{index}", "uuid": rp}
+        if index:
+            body["parent_provider_uuid"] = ROOT
+        assert client.post("/resource_providers", json=body).status_code == 200
+        for generation, (path, payload) in enumerate(
+            (
+                (
+                    "inventories",
+                    {"inventories": {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 1024}}},
+                ),
+                ("traits", {"traits": ["HW_CPU_X86_AVX2"]}),
+                ("aggregates", {"aggregates": [AGGREGATE]}),
+            )
+        ):
+            payload["resource_provider_generation"] = generation
+            answer = client.put(f"/resource_providers/{rp}/{path}", json=payload)
+            assert answer.status_code == 200, answer.text
+    return engine, client
+
+
+def _counted(engine, client, query: str) -> tuple[list[str], int]:
+    """The SELECTs the list ran (a backend's own BEGIN aside), and how many
+    providers it answered."""
+    with Statements(engine) as seen:
+        answer = client.get(f"/resource_providers{query}")
+    assert answer.status_code == 200, answer.text
+    reads = [text for text in seen if text.lstrip().upper().startswith("SELECT")]
+    return reads, len(answer.json()["resource_providers"])
+
+
+def test_each_form_of_the_list_runs_as_many_statements_for_40_providers_as_for_4(test_db):
+    counted = {}
+    for providers in (4, 40):
+        engine, client = _served(test_db, providers)
+        client.get("/resource_providers")  # the first request's own reads
+        for query in FORMS:
+            seen, listed = _counted(engine, client, query)
+            assert listed == providers, (query, listed)
+            counted.setdefault(query, []).append(len(seen))
+        engine.dispose()
+    assert counted == {query: [count, count] for query, count in FORMS.items()}
+
+
+def test_the_amounts_asked_are_bound_not_written_into_the_sql(test_db):
+    engine, client = _served(test_db, 4)
+    client.get("/resource_providers")
+    one, listed_one = _counted(engine, client, "?resources=VCPU:1,MEMORY_MB:512")
+    other, listed_other = _counted(engine, client, "?resources=VCPU:8,MEMORY_MB:1024")
+    none, listed_none = _counted(engine, client, "?resources=VCPU:9")
+    engine.dispose()
+    assert (listed_one, listed_other, listed_none) == (4, 4, 0)
+    assert one[-1] == other[-1]  # the same text: only the bound values differ
+    assert "512" not in one[-1] and "1024" not in other[-1]
