@@ -38,7 +38,9 @@ def capacity_parameters(position: int, rc_id: int, amount: int) -> dict[str, int
     return {f"rc_{position}": rc_id, f"amount_{position}": amount}
 
 
-@functools.cache
+# A query names each class once: positions past a few are rare, and a
+# client cannot make the cache grow past this.
+@functools.lru_cache(maxsize=64)
 def _capacity_select(position: int) -> sa.Select:
     rc_id = sa.bindparam(f"rc_{position}", type_=sa.Integer)
     amount = sa.bindparam(f"amount_{position}", type_=sa.Integer)
