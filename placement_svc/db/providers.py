@@ -42,12 +42,9 @@ class Provider(NamedTuple):
     root_id: int
     parent_uuid: str | None
     root_uuid: str
-    created_at: datetime.datetime | None
-    updated_at: datetime.datetime | None
-
-    @property
-    def modified(self) -> datetime.datetime | None:
-        return self.updated_at or self.created_at
+    # Its last change: updated_at, or created_at when it never changed
+    # (coalesced in SQL, one column for a list to read and compare).
+    modified: datetime.datetime | None
 
 
 def _build_select() -> sa.Select:
@@ -62,8 +59,7 @@ def _build_select() -> sa.Select:
         RP.c.root_provider_id,
         parent.c.uuid.label("parent_uuid"),
         root.c.uuid.label("root_uuid"),
-        RP.c.created_at,
-        RP.c.updated_at,
+        sa.func.coalesce(RP.c.updated_at, RP.c.created_at).label("modified"),
     ).select_from(
         RP.outerjoin(parent, parent.c.id == RP.c.parent_provider_id).outerjoin(
             root, root.c.id == RP.c.root_provider_id

@@ -51,9 +51,14 @@ def worded(words: Words, *context: object) -> Iterator[None]:
 
 
 def render(resp: falcon.Response, body: object, status: int = 200) -> None:
+    render_json(resp, dumps(body), status)
+
+
+def render_json(resp: falcon.Response, data: bytes, status: int = 200) -> None:
+    """A 200 (or ``status``) whose body is ``data``, JSON already written."""
     resp.status = status
     resp.content_type = JSON
-    resp.data = dumps(body)
+    resp.data = data
 
 
 def dumps(body: object) -> bytes:
@@ -171,5 +176,5 @@ class _Modified(Protocol):
 
 
 def newest(records: Iterable[_Modified]) -> datetime.datetime | None:
-    stamps = [r.modified for r in records if r.modified is not None]
+    stamps = [stamp for r in records if (stamp := r.modified) is not None]
     return max(stamps) if stamps else None

@@ -20,7 +20,7 @@ RC_IDS = {"VCPU": VCPU, "DISK_GB": DISK}
 
 def _provider(provider_id: int) -> Provider:
     uuid = f"rp-{provider_id}"
-    return Provider(provider_id, uuid, uuid, 1, None, provider_id, None, uuid, None, None)
+    return Provider(provider_id, uuid, uuid, 1, None, provider_id, None, uuid, None)
 
 
 def _inventory(total, reserved=0, min_unit=1, max_unit=None, step_size=1, ratio=1.0):

@@ -1,0 +1,77 @@
+"""GET /resource_providers writes its list as JSON bytes itself
+(api/resource_providers.list_json): the same JSON as the bodies every other
+read of a provider renders (``representer``), at every version, whatever the
+names and the mount prefix hold."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from placement_svc import microversion as mv
+from placement_svc.api import resource_providers
+from placement_svc.db.providers import Provider
+
+NAMES = [
+    "plain",
+    'a "quoted" name',
+    "back\\slash",
+    "per%cent %s %d %%",
+    "tab\tnew\nline\x00nul\x1f",
+    "ünïcødé 名前 😀",
+    "</script>",
+]
+PREFIXES = ["", "/placement", "/p%20lace%s", '/we"ird\\']
+
+
+def _request(version: str, prefix: str) -> SimpleNamespace:
+    major, minor = version.split(".")
+    return SimpleNamespace(
+        context=SimpleNamespace(
+            placement=SimpleNamespace(version=mv.Version(int(major), int(minor)))
+        ),
+        root_path=prefix,
+    )
+
+
+def _providers() -> list[Provider]:
+    stamp = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    made = []
+    for index, name in enumerate(NAMES):
+        uuid = f"00000000-0000-0000-0000-{index:012d}"
+        root = "00000000-0000-0000-0000-000000000000"
+        parent = None if index == 0 else root
+        made.append(Provider(index + 1, uuid, name, index * 7, None, 1, parent, root, stamp))
+    # An adopted upstream database may hold a provider without a generation.
+    made.append(Provider(99, "ffffffff-0000-0000-0000-000000000099", "none", None, None, 99, None,
+                         "ffffffff-0000-0000-0000-000000000099", None))  # fmt: skip
+    return made
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.6", "1.11", "1.14", "1.39", "1.45"])
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_the_list_is_the_bodies_representer_makes(version, prefix):
+    req = _request(version, prefix)
+    found = _providers()
+    written = resource_providers.list_json(req, found)
+    body_of = resource_providers.representer(req)
+    assert json.loads(written) == {"resource_providers": [body_of(p) for p in found]}
+
+
+def test_keys_come_in_the_order_of_the_single_body():
+    req = _request("1.39", "/placement")
+    provider = _providers()[1]
+    written = json.loads(resource_providers.list_json(req, [provider]))["resource_providers"][0]
+    assert list(written) == list(resource_providers.representer(req)(provider))
+    assert written["links"][0] == {
+        "rel": "self",
+        "href": "/placement/resource_providers/00000000-0000-0000-0000-000000000001",
+    }
+    assert written["links"][-1]["href"].endswith("000000000001/allocations")
+
+
+def test_an_empty_list():
+    assert resource_providers.list_json(_request("1.39", ""), []) == b'{"resource_providers":[]}'
