@@ -25,36 +25,54 @@ AGG = tables.placement_aggregates
 Column = sa.ColumnElement[Any]
 
 
-def providers_with_capacity(position: int) -> sa.Select:
-    """Providers that can take an amount more of a class, units respected:
-    the class and the amount are the bound parameters ``rc_<position>`` and
-    ``amount_<position>`` (``capacity_parameters``), so that a query asking
-    for several classes has one of these per class. Built once per
-    position: building the statement cost more than SQLite running it."""
-    return _capacity_select(position)
+def providers_with_capacity(classes: int) -> sa.Select:
+    """The providers that can take an amount more of each of ``classes``
+    classes, units respected: the n-th class and its amount are the bound
+    parameters ``rc_<n>`` and ``amount_<n>`` (``capacity_parameters``).
+
+    One grouped read for all the classes: the inventories of any of them
+    with room for its amount, counted per provider, which must have every
+    one (a provider holds one inventory per class). A subquery per class,
+    as this was, let PostgreSQL estimate one row each and run the second
+    for every row of the first: 50 ms for a thousand providers where this
+    takes 10. Built once per number of classes: building the statement
+    cost more than SQLite running it."""
+    return _capacity_select(classes)
 
 
 def capacity_parameters(position: int, rc_id: int, amount: int) -> dict[str, int]:
     return {f"rc_{position}": rc_id, f"amount_{position}": amount}
 
 
-# A query names each class once: positions past a few are rare, and a
-# client cannot make the cache grow past this.
+# A query names each class once: more than a few are rare, and a client
+# cannot make the cache grow past this.
 @functools.lru_cache(maxsize=64)
-def _capacity_select(position: int) -> sa.Select:
-    rc_id = sa.bindparam(f"rc_{position}", type_=sa.Integer)
-    amount = sa.bindparam(f"amount_{position}", type_=sa.Integer)
+def _capacity_select(classes: int) -> sa.Select:
+    rc_ids = [sa.bindparam(f"rc_{n}", type_=sa.Integer) for n in range(classes)]
+    amounts = [sa.bindparam(f"amount_{n}", type_=sa.Integer) for n in range(classes)]
     usage = (
         sa.select(
             ALLOC.c.resource_provider_id,
             ALLOC.c.resource_class_id,
             sa.func.sum(ALLOC.c.used).label("used"),
         )
-        .where(ALLOC.c.resource_class_id == rc_id)
+        .where(ALLOC.c.resource_class_id.in_(rc_ids))
         .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
         .subquery()
     )
-    used = sa.func.coalesce(usage.c.used, 0)
+    free = (INV.c.total - INV.c.reserved) * INV.c.allocation_ratio - sa.func.coalesce(
+        usage.c.used, 0
+    )
+    fits = [
+        sa.and_(
+            INV.c.resource_class_id == rc_id,
+            free >= amount,
+            INV.c.min_unit <= amount,
+            INV.c.max_unit >= amount,
+            amount % INV.c.step_size == 0,
+        )
+        for rc_id, amount in zip(rc_ids, amounts)
+    ]
     return (
         sa.select(INV.c.resource_provider_id)
         .select_from(
@@ -66,13 +84,9 @@ def _capacity_select(position: int) -> sa.Select:
                 ),
             )
         )
-        .where(
-            INV.c.resource_class_id == rc_id,
-            (INV.c.total - INV.c.reserved) * INV.c.allocation_ratio - used >= amount,
-            INV.c.min_unit <= amount,
-            INV.c.max_unit >= amount,
-            amount % INV.c.step_size == 0,
-        )
+        .where(sa.or_(*fits))
+        .group_by(INV.c.resource_provider_id)
+        .having(sa.func.count() == classes)
     )
 
 

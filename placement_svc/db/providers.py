@@ -300,8 +300,8 @@ def list_filtered(
         missing = tuple(rc_name for rc_name in resources if rc_name not in rc_ids)
         if missing:
             raise UnknownResourceClass(missing)
+        where.append(RP.c.id.in_(filters.providers_with_capacity(len(resources))))
         for position, (rc_name, amount) in enumerate(resources.items()):
-            where.append(RP.c.id.in_(filters.providers_with_capacity(position)))
             params.update(filters.capacity_parameters(position, rc_ids[rc_name], amount))
     return query(conn, sa.and_(sa.true(), *where), params=params)
 
