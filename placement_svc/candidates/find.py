@@ -118,12 +118,12 @@ def _answer(
     search reads the first anchors' trees only; if those give fewer
     candidates than the answer holds, it reads them all."""
     first = _first(wanted, version, settings, rng)
-    found = _search(conn, wanted, settings, first=first)
+    found = _search(conn, wanted, settings, first=first, answer_only=True)
     tally = merge.Tally()
     walked, chosen, whole = _walk(found, wanted, version, settings, rng, tally)
     if first is not None and not found.complete and len(chosen) < _needed(wanted, settings):
         budget = found.budget  # what the first search spent counts too
-        found = search.search(conn, wanted)
+        found = search.search(conn, wanted, answer_only=True)
         found.budget = budget
         tally = merge.Tally()
         walked, chosen, whole = _walk(found, wanted, version, settings, rng, tally)
@@ -139,10 +139,14 @@ def _answer(
 
 
 def _search(
-    conn: Connection, wanted: Request, settings: Settings, first: int | None = None
+    conn: Connection,
+    wanted: Request,
+    settings: Settings,
+    first: int | None = None,
+    answer_only: bool = False,
 ) -> Found:
     """search.search, with the request's budget of walk steps."""
-    found = search.search(conn, wanted, first=first)
+    found = search.search(conn, wanted, first=first, answer_only=answer_only)
     found.budget = model.Budget(settings.budget)
     return found
 

@@ -63,18 +63,35 @@ def found(
     used: dict[int, dict[int, int]],
     cut: tuple[set[int], int] | None = None,
     beyond: dict[int, tuple[str, int]] | None = None,
+    answer_only: bool = False,
 ) -> Found:
     """The request's Found from the shape and the used amounts, with the
     eligibility rules applied; with ``cut`` (see ``window``) of its trees
-    alone, the anchors up to its last. Pure."""
+    alone, the anchors up to its last. Pure.
+
+    ``answer_only``: for the answer alone (not an explanation, which counts
+    what the rules leave), a Found that can give no candidate, a requested
+    class without a provider with room for it, is left without the rules:
+    it has no anchor, and the walk has nothing to do."""
     made = of_world(shape, wanted, used, None if cut is None else cut[0], beyond)
     made.complete = cut is None
     if not made.with_room and all(g.resources for g in request.groups.values()):
+        return made
+    if answer_only and hopeless(made, request):
         return made
     eligibility.apply(made, request)
     if cut is not None:
         made.roots = [root for root in made.roots if root <= cut[1]]
     return made
+
+
+def hopeless(found: Found, request: Request) -> bool:
+    """No candidate can come of ``found``: a class some group asks for has
+    no provider with room for the smallest amount asked of it (those past
+    MAX_INT have none). Each class of a group comes from one provider, so
+    that group can be served nowhere. The converse does not hold."""
+    with_room = found.with_room
+    return any(rc not in with_room for g in request.groups.values() for rc in g.resources)
 
 
 def id_range(shape: world.World, window: set[int] | None) -> tuple[int, int] | None:

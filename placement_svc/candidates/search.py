@@ -32,6 +32,7 @@ def search(
     request: Request,
     worlds: world.Worlds | None = None,
     first: int | None = None,
+    answer_only: bool = False,
 ) -> Found:
     """What the request's groups could use, from the shape of the cloud this
     process keeps for the database (``worlds``; by default the one kept for
@@ -43,6 +44,8 @@ def search(
     whole search's. The depth-first walk (no random order) takes tree after
     tree in that order, so the candidates of those trees are the first ones
     of the whole answer.
+
+    ``answer_only``: the Found is for the answer only (see rooms.found).
     """
     shape = (worlds or world.of(conn.engine)).current(conn)
     trait_ids = _ids(shape.all_traits, request.trait_names(), conn, names.trait_ids)
@@ -57,7 +60,7 @@ def search(
     cut = None if first is None else rooms.window(shape, request, wanted, first)
     in_range = None if cut is None else rooms.id_range(shape, cut[0])
     used = used_amounts(conn, sorted({*wanted, *beyond}), in_range)
-    return rooms.found(shape, request, wanted, used, cut, beyond)
+    return rooms.found(shape, request, wanted, used, cut, beyond, answer_only)
 
 
 def _ids(

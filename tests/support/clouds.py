@@ -157,17 +157,20 @@ class Cloud:
         }
         return shape
 
-    def found(self, req: request.Request, shape: world.World | None = None) -> Found:
+    def found(
+        self, req: request.Request, shape: world.World | None = None, answer_only: bool = False
+    ) -> Found:
         """What search.search makes for ``req`` of these data: the shape of
         the cloud (``shape``, or a new one), the used amounts of the
-        requested classes, rooms.found."""
+        requested classes, rooms.found (``answer_only``: as for the answer
+        alone)."""
         shape = self.world(req.resource_classes()) if shape is None else shape
         wanted, beyond = rooms.weighed(req, shape.class_ids)
         used: dict[int, dict[int, int]] = {}
         for (pid, rc), held in self.data.stock.items():
             if held.used:
                 used.setdefault(shape.class_ids[rc], {})[pid] = held.used
-        return rooms.found(shape, req, wanted, used, None, beyond)
+        return rooms.found(shape, req, wanted, used, None, beyond, answer_only)
 
     def whole(self, req: request.Request, found: Found | None = None) -> explain_cloud.Cloud:
         """The whole cloud the explanation of ``req`` reads (of ``found``, the

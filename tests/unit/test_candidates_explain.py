@@ -24,7 +24,7 @@ import random
 import pytest
 from microversion_parse import Version
 
-from placement_svc.candidates import merge
+from placement_svc.candidates import merge, rooms
 from placement_svc.candidates.explain import cloud as explain_cloud
 from placement_svc.candidates.explain import explanation as explain
 from placement_svc.candidates.explain import text
@@ -498,7 +498,7 @@ def test_the_text_of_a_capacity_count():
 
 def test_the_explanation_agrees_with_the_engine():
     rng = random.Random(144)
-    compared = with_rules = emptied = 0
+    compared = with_rules = emptied = hopeless = 0
     for _ in range(300):
         cloud = random_cloud(rng)
         try:
@@ -522,9 +522,21 @@ def test_the_explanation_agrees_with_the_engine():
         assert start == len(trees), (req, body)
         said = explain.why_empty(found, cloud.whole(req, found), req)
         assert said == explain.first_empty_step(body), (req, body)
+        # The answer's own search leaves a hopeless Found without the rules:
+        # the same candidates, and none when it is hopeless.
+        quick = cloud.found(req, answer_only=True)
+        assert list(merge.generate(req, quick)) == list(merge.generate(req, found)), req
+        if rooms.hopeless(found, req):
+            assert not trees and not quick.roots, (req, body)
+            hopeless += 1
         if not trees:
             assert said != "no candidate", (req, body)
             emptied += 1
         compared += 1
         with_rules += bool(body["merge_rules"])
-    assert compared > 200 and with_rules > 50 and emptied > 50, (compared, with_rules, emptied)
+    assert compared > 200 and with_rules > 50 and emptied > 50 and hopeless > 20, (
+        compared,
+        with_rules,
+        emptied,
+        hopeless,
+    )

@@ -16,14 +16,17 @@ unsuffixed group). On random clouds, the funnel's providers are exactly the
 options eligibility.py gives the engine on the Found the search loads for
 the same cloud, and the funnel's steps are eligibility.rules, in order: one
 list, read by both (a rule added to it is a step of the one and a rule of
-the other).
+the other). ``until_empty`` (the request log's reason of an empty answer)
+gives the whole funnel's steps up to the first that leaves none; a Found
+with a requested class no provider has room for is hopeless, and the
+answer's own search leaves it without anchors.
 """
 
 from __future__ import annotations
 
 import random
 
-from placement_svc.candidates import eligibility
+from placement_svc.candidates import eligibility, rooms
 from placement_svc.candidates.explain import funnel
 from tests.support.clouds import (
     AGG1,
@@ -217,6 +220,55 @@ def test_the_unsuffixed_groups_classes_each_count_from_the_same_providers():
     assert serving(cloud, each) == {"VCPU": ["B", "D"], "DISK_GB": ["C", "D"]}
     assert each.trees == {cloud.ids["H"], cloud.ids["D"]}
     assert each.body(ask("resources=VCPU:1,DISK_GB:10").groups[""])["providers"] == 3
+
+
+def test_until_empty_stops_at_the_first_step_that_leaves_none():
+    cloud = Cloud()
+    cloud.provider("A", stock={"VCPU": 4, "DISK_GB": 40}, traits=("CUSTOM_X",))
+    cloud.provider("B", stock={"VCPU": 4, "DISK_GB": 40})
+    req = ask("resources=VCPU:8,DISK_GB:10&required=!CUSTOM_X")
+    whole = cloud.whole(req)
+    full = funnel.group_funnel(whole, req.groups[""])
+    short = funnel.group_funnel(whole, req.groups[""], until_empty=True)
+    assert counts(full) == [("forbidden_traits", 1), ("resources", 0), ("resources", 1)]
+    # the same steps up to the empty one, without what each provider lacks
+    assert counts(short) == [("forbidden_traits", 1), ("resources", 0)]
+    assert short.steps[1] == {key: v for key, v in full.steps[1].items() if key != "lacking"}
+    assert short.trees == set() and full.trees == set()
+    # a rule that leaves none ends it before any room is weighed
+    req = ask("resources_G=VCPU:1&required_G=CUSTOM_Y")
+    assert counts(funnel.group_funnel(cloud.whole(req), req.groups["_G"], until_empty=True)) == [
+        ("required_traits", 0)
+    ]
+
+
+def test_until_empty_is_the_whole_funnel_when_no_step_leaves_none():
+    cloud = Cloud()
+    cloud.provider("A", stock={"VCPU": 4, "DISK_GB": 40})
+    req = ask("resources_G=VCPU:1,DISK_GB:10")
+    whole = cloud.whole(req)
+    full = funnel.group_funnel(whole, req.groups["_G"])
+    short = funnel.group_funnel(whole, req.groups["_G"], until_empty=True)
+    assert counts(short) == counts(full) == [("resources", 1), ("resources", 1)]
+    assert short.serving == full.serving and short.trees == full.trees == {cloud.ids["A"]}
+
+
+def test_a_class_no_provider_has_room_for_makes_a_found_hopeless():
+    cloud = Cloud()
+    cloud.provider("A", stock={"VCPU": 4, "DISK_GB": 40})
+    cloud.provider("B", stock={"VCPU": 8})
+    for qs, hopeless in (
+        ("resources=VCPU:8", False),  # B
+        ("resources=VCPU:9", True),  # nobody's VCPU holds 9
+        ("resources=VCPU:8,DISK_GB:10", False),  # B and A's DISK_GB: a tree may not hold it, yet
+        ("resources_1=VCPU:1&resources_2=DISK_GB:41&group_policy=none", True),
+        ("resources_1=VCPU:1&resources_2=MEMORY_MB:1&group_policy=none", True),  # no inventory
+    ):
+        req = ask(qs)
+        found = cloud.found(req)
+        assert rooms.hopeless(found, req) is hopeless, qs
+        quick = cloud.found(req, answer_only=True)
+        assert bool(quick.roots) is (not hopeless and bool(found.roots)), qs
 
 
 def test_the_unsuffixed_groups_required_traits_are_no_step_of_its_funnel():

@@ -91,7 +91,7 @@ def why_empty(found: Found, cloud: Cloud, request: Request) -> str:
     groups: dict[str, dict[str, Any]] = {}
     served: set[int] | None = None
     for suffix, group in request.groups.items():
-        each = funnel.group_funnel(cloud, group)
+        each = funnel.group_funnel(cloud, group, until_empty=True)
         groups[suffix] = each.body(group)
         said = _group_left_none(suffix, groups[suffix])
         if said is not None:

@@ -45,24 +45,35 @@ class Funnel:
         }
 
 
-def group_funnel(cloud: Cloud, group: RequestGroup) -> Funnel:
+def group_funnel(cloud: Cloud, group: RequestGroup, until_empty: bool = False) -> Funnel:
     """The group's funnel: every provider of the cloud, then what each of
     the group's rules (eligibility.rules, in their order) leaves of those
-    the rules before it left, then room for each requested class."""
+    the rules before it left, then room for each requested class.
+
+    ``until_empty``: only as far as the first step that leaves no provider,
+    the steps without what each room step's providers lack, and no trees
+    when a step left none: what an empty answer's reason reads, and no
+    more (the steps it has are those of the whole funnel)."""
     providers = sorted(cloud.providers)
     funnel = Funnel(considered=len(providers))
     left = providers
     for rule, left in eligibility.sift(eligibility.rules(group, cloud), providers):
         funnel.steps.append({"filter": rule.name, "value": rule.asked, "after": len(left)})
+        if until_empty and not left:
+            return funnel
     if not group.resources:
         funnel.serving[None] = left
     elif group.same_provider:
         for rc, amount in group.resources.items():
-            left = _room_step(cloud, funnel, left, rc, amount)
+            left = _room_step(cloud, funnel, left, rc, amount, not until_empty)
+            if until_empty and not left:
+                return funnel
         funnel.serving[None] = left
     else:  # each class may come from another provider: each counts from the same ones
         for rc, amount in group.resources.items():
-            funnel.serving[rc] = _room_step(cloud, funnel, left, rc, amount)
+            funnel.serving[rc] = _room_step(cloud, funnel, left, rc, amount, not until_empty)
+            if until_empty and not funnel.serving[rc]:
+                return funnel
     funnel.trees = trees_served(cloud, group, funnel.serving)
     return funnel
 
@@ -95,10 +106,26 @@ def serves(cloud: Cloud, group: RequestGroup, pid: int) -> frozenset[int]:
     )
 
 
-def _room_step(cloud: Cloud, funnel: Funnel, left: list[int], rc: str, amount: int) -> list[int]:
+def _room_step(
+    cloud: Cloud, funnel: Funnel, left: list[int], rc: str, amount: int, why: bool = True
+) -> list[int]:
+    """The providers of ``left`` with room for ``amount`` of ``rc``; the
+    step, with (``why``) how many lack each thing room needs."""
+    rooms = cloud.room
+    step: dict[str, Any] = {
+        "filter": "resources",
+        "value": [f"{rc}:{amount}"],
+        "resource_class": rc,
+        "amount": amount,
+    }
+    if not why:
+        kept = [
+            pid for pid in left if (room := rooms.get((pid, rc))) is not None and room.fits(amount)
+        ]
+        funnel.steps.append({**step, "after": len(kept)})
+        return kept
     lacking = dict.fromkeys(ROOM_LACKS, 0)
     kept = []
-    rooms = cloud.room
     for pid in left:
         room = rooms.get((pid, rc))
         if room is None:
@@ -108,14 +135,5 @@ def _room_step(cloud: Cloud, funnel: Funnel, left: list[int], rc: str, amount: i
         else:
             for kind in room.lacks(amount):
                 lacking[kind] += 1
-    funnel.steps.append(
-        {
-            "filter": "resources",
-            "value": [f"{rc}:{amount}"],
-            "resource_class": rc,
-            "amount": amount,
-            "after": len(kept),
-            "lacking": lacking,
-        }
-    )
+    funnel.steps.append({**step, "after": len(kept), "lacking": lacking})
     return kept
