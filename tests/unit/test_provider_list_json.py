@@ -14,6 +14,7 @@ import pytest
 from placement_svc import microversion as mv
 from placement_svc.api import resource_providers
 from placement_svc.db.providers import Provider
+from placement_svc.http import answering
 
 NAMES = [
     "plain",
@@ -75,3 +76,12 @@ def test_keys_come_in_the_order_of_the_single_body():
 
 def test_an_empty_list():
     assert resource_providers.list_json(_request("1.39", ""), []) == b'{"resource_providers":[]}'
+
+
+def test_a_name_utf8_cannot_hold_is_written_as_the_bodies_are():
+    req = _request("1.39", "")
+    found = [*_providers()[:2], _providers()[2]._replace(name="lone \ud800 surrogate")]
+    body_of = resource_providers.representer(req)
+    written = resource_providers.list_json(req, found)
+    assert written == answering.dumps({"resource_providers": [body_of(p) for p in found]})
+    assert json.loads(written)["resource_providers"][2]["name"] == "lone \ud800 surrogate"
