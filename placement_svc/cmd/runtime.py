@@ -63,3 +63,9 @@ def give_back_memory() -> None:
         gc.collect()
         if _trim is not None:
             _trim(0)
+        # What the worker still holds after giving back is its own (the
+        # shape of a large cloud, kept): the mark moves up to it, or every
+        # answer after this one would collect and trim again, for nothing.
+        after = _resident()
+        if after is not None:
+            _settled = max(_settled, after)

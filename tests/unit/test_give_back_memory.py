@@ -42,6 +42,33 @@ def test_growth_past_the_mark_is_collected_and_trimmed(process):
     assert (process["trims"], process["collections"]) == (1, 1)
 
 
+def test_what_is_still_held_after_giving_back_is_the_new_mark(process):
+    runtime.give_back_memory()
+    process["resident"] += runtime.GIVE_BACK_ABOVE + 10 * MB  # a large cloud's shape, kept
+    runtime.give_back_memory()
+    assert (process["trims"], process["collections"]) == (1, 1)
+    for _ in range(5):  # the answers after it hold as much: nothing to give back
+        runtime.give_back_memory()
+    assert (process["trims"], process["collections"]) == (1, 1)
+    process["resident"] += runtime.GIVE_BACK_ABOVE + MB  # grown past the new mark
+    runtime.give_back_memory()
+    assert (process["trims"], process["collections"]) == (2, 2)
+
+
+def test_a_mark_does_not_come_down_when_giving_back_frees_more(process, monkeypatch):
+    runtime.give_back_memory()
+    process["resident"] += runtime.GIVE_BACK_ABOVE + MB
+    state = process
+
+    def trim(_pad):
+        state["trims"] += 1
+        state["resident"] = 90 * MB  # below the first mark
+
+    monkeypatch.setattr(runtime, "_trim", trim)
+    runtime.give_back_memory()
+    assert runtime._settled == 100 * MB
+
+
 def test_without_proc_nothing_is_done(process, monkeypatch):
     monkeypatch.setattr(runtime, "_resident", lambda: None)
     runtime.give_back_memory()
