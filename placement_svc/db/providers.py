@@ -95,10 +95,20 @@ def _records(rows: Iterable[Sequence[Any]]) -> list[Provider]:
 _UUID, _ROOT_UUID = Provider._fields.index("uuid"), Provider._fields.index("root_uuid")
 
 
+# Built once, the uuid bound: a read by uuid is the commonest of all.
+_BY_UUID = _SELECT.where(RP.c.uuid == sa.bindparam("uuid", type_=sa.String))
+# The root of the tree of the provider of this uuid (none when there is none).
+_ROOT_OF = (
+    sa.select(RP.c.root_provider_id)
+    .where(RP.c.uuid == sa.bindparam("in_tree", type_=sa.String))
+    .scalar_subquery()
+)
+
+
 def find(conn: Connection, uuid: str) -> Provider | None:
     if "\x00" in uuid:  # no provider has one, and PostgreSQL refuses the query
         return None
-    row = conn.execute(_select().where(RP.c.uuid == uuid)).first()
+    row = conn.execute(_BY_UUID, {"uuid": uuid}).first()
     return _record(row) if row else None
 
 
@@ -279,16 +289,17 @@ def list_filtered(
 ) -> list[Provider]:
     """GET /resource_providers: every filter ANDed, in one statement."""
     where = []
-    params: dict[str, int] = {}
+    params: dict[str, int | str] = {}
     if name is not None:
         where.append(RP.c.name == name)
     if uuid is not None:
         where.append(RP.c.uuid == uuid)
     if in_tree is not None:
-        tree = find(conn, in_tree)
-        if tree is None:
+        if "\x00" in in_tree:  # no provider has one, and PostgreSQL refuses the query
             return []
-        where.append(RP.c.root_provider_id == tree.root_id)
+        # In the same statement: a uuid no provider has leaves no root, and no row.
+        where.append(RP.c.root_provider_id == _ROOT_OF)
+        params["in_tree"] = in_tree
     if member_of:
         where.append(filters.aggregates_condition(RP.c.id, member_of.any_of, member_of.forbidden))
     if required:
