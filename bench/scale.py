@@ -232,7 +232,10 @@ def fresh_engine(url: str | None, workdir: str, label: str):
     engine = create_engine(url)
     with engine.begin() as conn:
         tables.metadata.drop_all(conn)
-        conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+        # world_generation, revision 0002's, is not in the metadata: left
+        # behind, the next size's migration from scratch would fail on it.
+        for table in ("world_generation", "alembic_version"):
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
     return engine
 
 
