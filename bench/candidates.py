@@ -458,10 +458,17 @@ def measure_explain(client, label, query, repeat):
     print(f"{label:52s} " + "  |  ".join(columns), flush=True)
 
 
-def load_flat_into(client, database, hosts) -> None:
+def load_flat_into(client, database, hosts, analyze=True) -> None:
     """The flat cloud, written straight into ``database``, the database
     ``client``'s endpoint serves (bench/scale.py's ``load``); then checked
-    over HTTP: the endpoint must see the last host."""
+    over HTTP: the endpoint must see the last host.
+
+    On PostgreSQL the tables are analyzed after the load (unless not
+    ``analyze``), as autovacuum would do within a minute or so of that many
+    rows changing: without statistics, the planner takes tables of 10,000
+    rows for small ones, and a plan fit for a small table can take seconds
+    (where autovacuum is off, as on the machine this was written on, nothing
+    would ever analyze them)."""
     import os
     import sys
 
@@ -472,6 +479,9 @@ def load_flat_into(client, database, hosts) -> None:
     engine = scale.create_engine(database)
     try:
         scale.load(engine, hosts, "flat")
+        if analyze and engine.dialect.name == "postgresql":
+            with engine.begin() as conn:
+                conn.exec_driver_sql("ANALYZE")
     finally:
         engine.dispose()
     last = f"bench-flat-{hosts - 1}"
@@ -483,7 +493,7 @@ def load_flat_into(client, database, hosts) -> None:
 def load(client, scenario, args) -> str:
     """Load one scenario's cloud; returns what was loaded, for the log."""
     if scenario == "flat" and client.database:
-        load_flat_into(client, client.database, args.hosts)
+        load_flat_into(client, client.database, args.hosts, not args.no_analyze)
         return f"{args.hosts} hosts (straight into {client.database})"
     if scenario == "flat":
         allocated = load_flat(client, args.hosts, args.workers)
@@ -523,6 +533,12 @@ def main(argv=None):
         "--compare-load-into",
         metavar="DATABASE_URL",
         help="the same for the database --compare serves (upstream's, say)",
+    )
+    parser.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="after --load-into or --compare-load-into on PostgreSQL, leave the tables "
+        "without statistics (by default they are analyzed, as autovacuum would)",
     )
     parser.add_argument(
         "--own",
