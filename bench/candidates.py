@@ -2,14 +2,26 @@
 
 Loads a synthetic cloud over the HTTP API (so it works against upstream
 Placement too), then times each query and prints its median and p95 latency
-and the number of candidates. Standard library only.
+and the number of candidates. Standard library only, but for --load-into.
 
     python bench/candidates.py --url http://127.0.0.1:8778 [--scenario flat|nested|wide|all]
         [--hosts 1000] [--repeat 20] [--token admin] [--workers 8] [--no-load]
-        [--compare URL]
+        [--compare URL] [--load-into DATABASE_URL] [--compare-load-into DATABASE_URL]
 
 The target database should be empty of the bench's names (run it against a
 fresh database): providers are named bench-<scenario>-<n>.
+
+Over HTTP a flat cloud of 10,000 hosts takes many minutes (upstream wrote
+1,000 hosts in about 84 s). --load-into and --compare-load-into name the
+database behind --url and --compare: the flat cloud is then written
+straight into it with bulk INSERTs (bench/scale.py's ``load``, the same
+cloud row for row but the uuids; this needs placement-svc's packages, so
+run with its virtualenv). Each endpoint must be serving that database
+already: its start writes the standard classes and traits the load refers
+to. placement-svc sees the load through the triggers its ``db sync`` puts
+on the shape's tables (an upstream-made database is adopted by that sync
+before placement-svc serves it); upstream has no cache of providers, and
+looks up a trait its cache lacks (CUSTOM_BENCH_GOLD) in the database.
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ class Client:
             "content-type": "application/json",
         }
         self.local = threading.local()
+        self.database: str | None = None  # what the endpoint serves, for --load-into
 
     def _conn(self):
         if getattr(self.local, "conn", None) is None:
@@ -445,8 +458,43 @@ def measure_explain(client, label, query, repeat):
     print(f"{label:52s} " + "  |  ".join(columns), flush=True)
 
 
+def load_flat_into(client, database, hosts, analyze=True) -> None:
+    """The flat cloud, written straight into ``database``, the database
+    ``client``'s endpoint serves (bench/scale.py's ``load``); then checked
+    over HTTP: the endpoint must see the last host.
+
+    On PostgreSQL the tables are analyzed after the load (unless not
+    ``analyze``), as autovacuum would do within a minute or so of that many
+    rows changing: without statistics, the planner takes tables of 10,000
+    rows for small ones, and a plan fit for a small table can take seconds
+    (where autovacuum is off, as on the machine this was written on, nothing
+    would ever analyze them)."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import scale  # bench/scale.py: placement-svc's tables and SQLAlchemy
+
+    client.ok("GET", "/")  # serving: the standard classes and traits are written
+    engine = scale.create_engine(database)
+    try:
+        scale.load(engine, hosts, "flat")
+        if analyze and engine.dialect.name == "postgresql":
+            with engine.begin() as conn:
+                conn.exec_driver_sql("ANALYZE")
+    finally:
+        engine.dispose()
+    last = f"bench-flat-{hosts - 1}"
+    found = client.ok("GET", f"/resource_providers?name={last}")["resource_providers"]
+    if len(found) != 1:
+        raise RuntimeError(f"{client.url} does not see {last} after loading {database}")
+
+
 def load(client, scenario, args) -> str:
     """Load one scenario's cloud; returns what was loaded, for the log."""
+    if scenario == "flat" and client.database:
+        load_flat_into(client, client.database, args.hosts, not args.no_analyze)
+        return f"{args.hosts} hosts (straight into {client.database})"
     if scenario == "flat":
         allocated = load_flat(client, args.hosts, args.workers)
         note = "" if allocated else " (allocations API unavailable: none allocated)"
@@ -475,6 +523,24 @@ def main(argv=None):
         "same queries, taking turns with --url, and the ratio of medians is printed",
     )
     parser.add_argument(
+        "--load-into",
+        metavar="DATABASE_URL",
+        help="the database --url serves (an SQLAlchemy URL): write the flat cloud straight "
+        "into it with bulk INSERTs instead of over HTTP (the same cloud; other scenarios still "
+        "go over HTTP); the endpoint must already be serving it",
+    )
+    parser.add_argument(
+        "--compare-load-into",
+        metavar="DATABASE_URL",
+        help="the same for the database --compare serves (upstream's, say)",
+    )
+    parser.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="after --load-into or --compare-load-into on PostgreSQL, leave the tables "
+        "without statistics (by default they are analyzed, as autovacuum would)",
+    )
+    parser.add_argument(
         "--own",
         action="store_true",
         help="also ask the queries of placement-svc's own parameters (1.40 and later), "
@@ -492,9 +558,13 @@ def main(argv=None):
         help="only run the queries: the cloud is already loaded by an earlier run",
     )
     args = parser.parse_args(argv)
+    if args.compare_load_into and not args.compare:
+        parser.error("--compare-load-into needs --compare")
     clients = [Client(args.url, args.token)]
+    clients[0].database = args.load_into
     if args.compare:
         clients.append(Client(args.compare, args.token))
+        clients[1].database = args.compare_load_into
     scenarios = ["flat", "nested", "wide"] if args.scenario == "all" else [args.scenario]
     for scenario in scenarios:
         for client in clients:

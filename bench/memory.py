@@ -8,7 +8,7 @@ removal, usages, provider reads and now and then an inventory change (which
 makes the worker read the shape of the cloud again). Prints the worker's
 RSS every ``--every`` requests and its peak (VmHWM) at the end.
 
-    python bench/memory.py [--hosts 10000] [--requests 10000] [--every 1000]
+    python bench/memory.py [--hosts 10000] [--requests 10000] [--every 1000] [--port N]
 """
 
 from __future__ import annotations
@@ -83,6 +83,9 @@ def main(argv=None) -> int:
     parser.add_argument("--hosts", type=int, default=10000)
     parser.add_argument("--requests", type=int, default=10000)
     parser.add_argument("--every", type=int, default=1000)
+    parser.add_argument(
+        "--port", type=int, help="the port to serve on (default: 18000 + this pid modulo 1000)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as workdir:
         url = f"sqlite:///{workdir}/cloud.sqlite"
@@ -94,7 +97,7 @@ def main(argv=None) -> int:
         conf.write_text(
             f"[placement_database]\nconnection = {url}\n[api]\nauth_strategy = noauth2\n"
         )
-        port = 18000 + os.getpid() % 1000
+        port = args.port or 18000 + os.getpid() % 1000
         server = subprocess.Popen(
             [sys.executable, "-m", "placement_svc.cmd.cli", "serve", "--config-file", str(conf),
              "--bind", f"127.0.0.1:{port}", "--workers", "1"],
