@@ -85,6 +85,50 @@ def found(
     return made
 
 
+def thresholds(shape: world.World, rc_id: int) -> list[float]:
+    """The most of a class each of its inventories could give while nothing
+    is allocated (the least of its capacity and max_unit), each value once,
+    in order: an inventory has room for an amount of it, idle, exactly when
+    its threshold is that amount or more. Kept per world."""
+
+    def made() -> list[float]:
+        return sorted({min(item.capacity, item.max_unit) for item in shape.stock.get(rc_id, ())})
+
+    return shape.remember(("thresholds", rc_id), made)
+
+
+def unservable(
+    shape: world.World,
+    request: Request,
+    wanted: Wanted,
+    beyond: Wanted,
+) -> Found | None:
+    """The Found of an answer known empty before any usage is read, or None.
+
+    When no inventory of the cloud could hold the first amount of the first
+    group with resources even were nothing allocated (more VCPU than any
+    host has, the commonest empty answer), the answer is empty, and the
+    reason an explanation gives is that very step (its only steps before are
+    rules, which read the shape alone). The Found has the classes, the trees
+    and the shape, but no room at all: the walk has nothing to do, and an
+    explanation of it (funnel.group_funnel, ``until_empty``) stops at that
+    step as the whole one would. For the answer alone, never an explanation
+    (which counts every step)."""
+    first = next((group for group in request.groups.values() if group.resources), None)
+    if first is None:
+        return None
+    rc, amount = next(iter(first.resources.items()))
+    rc_id = next(i for i, (name, _smallest) in {**wanted, **beyond}.items() if name == rc)
+    if rc_id in wanted:
+        ceiling = thresholds(shape, rc_id)
+        if ceiling and ceiling[-1] >= amount:
+            return None
+    made = Found()
+    made.classes = {name: rc_id for rc_id, (name, _smallest) in {**wanted, **beyond}.items()}
+    _place(made, shape, shape.trees(frozenset(wanted)))
+    return made
+
+
 def hopeless(found: Found, request: Request) -> bool:
     """No candidate can come of ``found``: a class some group asks for has
     no provider with room for the smallest amount asked of it (those past
@@ -163,24 +207,31 @@ def of_world(
                 full[(pid, rc)] = mine
         if holders:
             with_room[rc] = holders
-    found.sharing = set(trees.sharing)
-    found.shares_with = {pid: set(shape.shares_with[pid]) for pid in trees.sharing}
     if inside is not None:
         found.providers = {pid: providers[pid] for pid in sorted(inside)}
         found.members = {
             root: shape.members[root] for root in window or () if root in shape.members
         }
-    elif len(trees.all_roots) == len(shape.roots):
-        found.providers = providers  # the world's own: read, never changed
+    _place(found, shape, trees, whole=inside is None)
+    return found
+
+
+def _place(found: Found, shape: world.World, trees: world.Trees, whole: bool = True) -> None:
+    """What a Found holds of the shape: the sharing providers and whom they
+    share with, its traits and aggregates; with ``whole`` (not a window),
+    the providers and members of the trees ``trees`` searches."""
+    found.sharing = set(trees.sharing)
+    found.shares_with = {pid: set(shape.shares_with[pid]) for pid in trees.sharing}
+    if whole and len(trees.all_roots) == len(shape.roots):
+        found.providers = shape.providers  # the world's own: read, never changed
         found.members = shape.members
-    else:
+    elif whole:
         roots = trees.all_roots
-        found.providers = {pid: p for pid, p in providers.items() if p.root_id in roots}
+        found.providers = {pid: p for pid, p in shape.providers.items() if p.root_id in roots}
         found.members = {root: shape.members[root] for root in roots}
     found.traits, found.trait_ids = shape.traits, shape.trait_ids
     found.aggregates = shape.aggregates
     found.world = shape
-    return found
 
 
 class _Idle(NamedTuple):
@@ -217,7 +268,11 @@ def _room_of_class(
     """``of_world``'s room, full and with_room for one class, every tree of
     the cloud: the idle room kept in the world, then the room of the
     providers something is allocated from."""
-    idle = shape.remember(("idle", rc_id, amount), lambda: _idle(shape, rc_id, rc, amount))
+    # Kept per threshold, not per amount: the amounts between two
+    # inventories' thresholds split the providers alike, and a client asking
+    # a thousand amounts cannot keep a thousand copies of the class's rooms.
+    bucket = bisect_left(thresholds(shape, rc_id), amount)
+    idle = shape.remember(("idle", rc_id, bucket), lambda: _idle(shape, rc_id, rc, amount))
     room, full = found.room, found.full
     room.update(idle.room)
     full.update(idle.full)

@@ -57,6 +57,10 @@ def search(
     if unknown:
         raise UnknownNames(traits=[], classes=unknown)
     wanted, beyond = rooms.weighed(request, rc_ids)
+    if answer_only:  # an answer known empty from the shape alone reads no usage
+        known = rooms.unservable(shape, request, wanted, beyond)
+        if known is not None:
+            return known
     cut = None if first is None else rooms.window(shape, request, wanted, first)
     in_range = None if cut is None else rooms.id_range(shape, cut[0])
     used = used_amounts(conn, sorted({*wanted, *beyond}), in_range)

@@ -166,6 +166,10 @@ class Cloud:
         alone)."""
         shape = self.world(req.resource_classes()) if shape is None else shape
         wanted, beyond = rooms.weighed(req, shape.class_ids)
+        if answer_only:  # as search.search: known empty from the shape alone
+            known = rooms.unservable(shape, req, wanted, beyond)
+            if known is not None:
+                return known
         used: dict[int, dict[int, int]] = {}
         for (pid, rc), held in self.data.stock.items():
             if held.used:

@@ -498,7 +498,7 @@ def test_the_text_of_a_capacity_count():
 
 def test_the_explanation_agrees_with_the_engine():
     rng = random.Random(144)
-    compared = with_rules = emptied = hopeless = 0
+    compared = with_rules = emptied = hopeless = unservable = 0
     for _ in range(300):
         cloud = random_cloud(rng)
         try:
@@ -529,14 +529,21 @@ def test_the_explanation_agrees_with_the_engine():
         if rooms.hopeless(found, req):
             assert not trees and not quick.roots, (req, body)
             hopeless += 1
+        if not quick.room and not quick.full and found.room:  # unservable: no usage read
+            assert not trees, (req, body)
+            assert explain.why_empty(quick, cloud.whole(req, quick), req) == said, (req, body)
+            unservable += 1
         if not trees:
             assert said != "no candidate", (req, body)
             emptied += 1
         compared += 1
         with_rules += bool(body["merge_rules"])
-    assert compared > 200 and with_rules > 50 and emptied > 50 and hopeless > 20, (
+    assert (
+        compared > 200 and with_rules > 50 and emptied > 50 and hopeless > 20 and unservable > 10
+    ), (
         compared,
         with_rules,
         emptied,
         hopeless,
+        unservable,
     )

@@ -19,7 +19,10 @@ list, read by both (a rule added to it is a step of the one and a rule of
 the other). ``until_empty`` (the request log's reason of an empty answer)
 gives the whole funnel's steps up to the first that leaves none; a Found
 with a requested class no provider has room for is hopeless, and the
-answer's own search leaves it without anchors.
+answer's own search leaves it without anchors. An answer whose first
+amount no idle inventory holds is known empty from the shape alone, with
+the reason the whole search gives; the idle rooms are kept per threshold
+of the inventories, not per amount asked.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import random
 
 from placement_svc.candidates import eligibility, rooms
+from placement_svc.candidates.explain import explanation as explain
 from placement_svc.candidates.explain import funnel
 from tests.support.clouds import (
     AGG1,
@@ -269,6 +273,53 @@ def test_a_class_no_provider_has_room_for_makes_a_found_hopeless():
         assert rooms.hopeless(found, req) is hopeless, qs
         quick = cloud.found(req, answer_only=True)
         assert bool(quick.roots) is (not hopeless and bool(found.roots)), qs
+
+
+def unservable_cloud() -> Cloud:
+    cloud = Cloud()
+    cloud.provider("A", stock={"VCPU": inventory(4, used=4), "DISK_GB": 40})  # full
+    cloud.provider("B", stock={"VCPU": inventory(8, max_unit=6)}, traits=("CUSTOM_X",))
+    return cloud
+
+
+def test_an_amount_no_idle_inventory_holds_is_known_empty_before_any_usage():
+    cloud = unservable_cloud()
+    for qs, known in (
+        ("resources=VCPU:7", True),  # past A's 4 and B's max_unit of 6
+        ("resources=VCPU:6", False),  # B could, were nothing allocated: usage decides
+        ("resources=VCPU:5", False),  # B holds it; A is full, which takes usage to know
+        ("resources=DISK_GB:1,VCPU:7", False),  # the first step is not the empty one
+        ("resources_1=VCPU:7&resources_2=DISK_GB:1&group_policy=none", True),
+        ("resources_1=VCPU:1&resources_2=VCPU:7&group_policy=none", False),
+        ("resources=VCPU:2147483648", True),  # past MAX_INT: no inventory holds it
+    ):
+        req = ask(qs)
+        shape = cloud.world(req.resource_classes())
+        wanted, beyond = rooms.weighed(req, shape.class_ids)
+        made = rooms.unservable(shape, req, wanted, beyond)
+        assert (made is not None) is known, qs
+        if made is not None:  # no room, the trees of the full search, the same reason
+            full = cloud.found(req)
+            assert (made.room, made.full, made.roots) == ({}, {}, [])
+            assert (made.providers, made.members) == (full.providers, full.members)
+            assert made.classes == full.classes and made.sharing == full.sharing
+            said = explain.why_empty(made, cloud.whole(req, made), req)
+            assert said == explain.why_empty(full, cloud.whole(req, full), req), qs
+
+
+def test_the_idle_rooms_are_kept_per_threshold_not_per_amount():
+    cloud = unservable_cloud()
+    req = ask("resources=VCPU:1")
+    shape = cloud.world(req.resource_classes())
+    vcpu = shape.class_ids["VCPU"]
+    assert rooms.thresholds(shape, vcpu) == [4, 6]
+    for amount in range(1, 50):
+        asked = ask(f"resources=VCPU:{amount}")
+        kept = cloud.found(asked, shape)
+        fresh = cloud.found(asked, cloud.world(asked.resource_classes()))
+        assert (kept.room, kept.full, kept.with_room) == (fresh.room, fresh.full, fresh.with_room)
+    idle = [key for key in shape._memo if isinstance(key, tuple) and key[0] == "idle"]
+    assert sorted(idle) == [("idle", vcpu, 0), ("idle", vcpu, 1), ("idle", vcpu, 2)]
 
 
 def test_the_unsuffixed_groups_required_traits_are_no_step_of_its_funnel():
