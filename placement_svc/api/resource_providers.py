@@ -291,12 +291,12 @@ class ResourceProviders:
                 work = partial(ops.list_including, include=include, **filters)
                 found, embedded = self.db.read(work)
         if embedded is None:
-            answering.render_json(resp, list_json(req, found))
+            answering.render_json(resp, list_json(req, found.providers))
         else:
             body_of = representer(req)
-            listed = [body_of(p, embedded) for p in found]
+            listed = [body_of(p, embedded) for p in found.providers]
             answering.render(resp, {"resource_providers": listed})
-        answering.cache_headers(req, resp, answering.newest(found))
+        answering.cache_headers(req, resp, found.newest)
 
     def create(self, req, resp):
         reading.require_json(req)

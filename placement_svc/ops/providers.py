@@ -44,11 +44,11 @@ class Embedded:
 
 def list_including(
     conn: Connection, include: frozenset[str], **filters: Any
-) -> tuple[list[Provider], Embedded]:
+) -> tuple[store.Listed, Embedded]:
     """``list_filtered``, with what ``include`` names of every provider found
     read in one statement each, whatever their number."""
     found = store.list_filtered(conn, **filters)
-    return found, embedded(conn, [p.id for p in found], include)
+    return found, embedded(conn, [p.id for p in found.providers], include)
 
 
 def get_including(

@@ -135,3 +135,23 @@ def test_list_names_unknown_traits_sorted_and_unknown_classes_in_order(db):
     with pytest.raises(UnknownResourceClass) as classes:
         db.read(partial(ops.list_filtered, resources={"CUSTOM_Z": 1, "VCPU": 1, "CUSTOM_Y": 1}))
     assert classes.value.names == ("CUSTOM_Z", "CUSTOM_Y")
+
+
+def test_a_list_carries_the_newest_change_of_its_providers(db):
+    """The list reads its providers' times as text and keeps the newest
+    alone, on every backend: the same time as the newest single read."""
+    root = _create(db, "root")
+    child = _create(db, "child", parent_uuid=root.uuid)
+    _create(db, "other")
+    latest = mv.Version(1, 39)
+    db.write(partial(ops.update, uuid=child.uuid, data={"name": "renamed"}, version=latest))
+    listed = db.read(ops.list_filtered)
+    assert [p.name for p in listed.providers] == ["root", "renamed", "other"]
+    singles = [db.read(partial(ops.get, uuid=p.uuid)) for p in listed.providers]
+    assert listed.newest is not None
+    assert listed.newest == max(p.modified for p in singles)
+    assert all(p.modified is None for p in listed.providers)
+    assert [p[:-1] for p in listed.providers] == [p[:-1] for p in singles]
+    tree = db.read(partial(ops.list_filtered, in_tree=child.uuid))
+    assert [p.name for p in tree.providers] == ["root", "renamed"]
+    assert db.read(partial(ops.list_filtered, in_tree=new_uuid())) == ([], None)
