@@ -8,6 +8,9 @@ and the number of candidates. Standard library only, but for --load-into.
         [--hosts 1000] [--repeat 20] [--token admin] [--workers 8] [--no-load]
         [--compare URL] [--load-into DATABASE_URL] [--compare-load-into DATABASE_URL]
 
+With --compare, the last line is the geometric mean of every query's
+ratio of medians (the issue's measure of a whole run).
+
 The target database should be empty of the bench's names (run it against a
 fresh database): providers are named bench-<scenario>-<n>.
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import math
 import re
 import statistics
 import threading
@@ -419,7 +423,16 @@ def measure(clients, label, version, query, repeat):
     if len(clients) == 2:
         ratio = statistics.median(timings[0]) / statistics.median(timings[1])
         line += f"  |  ratio {ratio:.2f}"
+        RATIOS.append(ratio)
     print(line, flush=True)
+
+
+# Every ratio of medians measure() printed, for the run's geometric mean.
+RATIOS: list[float] = []
+
+
+def geometric_mean(ratios: list[float]) -> float:
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
 
 
 EXPLAINED = "/allocation_candidates"
@@ -587,6 +600,12 @@ def main(argv=None):
                 measure_explain(clients[0], label, query, args.repeat)
             else:
                 measure(clients, label, version, query, args.repeat)
+    if RATIOS:
+        print(
+            f"# geometric mean of the {len(RATIOS)} ratios of medians: "
+            f"{geometric_mean(RATIOS):.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
