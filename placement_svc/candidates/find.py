@@ -116,14 +116,19 @@ def _answer(
 
     When the answer is a prefix of the walk's order (see ``_first``), the
     search reads the first anchors' trees only; if those give fewer
-    candidates than the answer holds, it reads them all."""
+    candidates than the answer holds, it reads as many more as their yield
+    says it needs (``_wider``), and then, if still short, them all."""
     first = _first(wanted, version, settings, rng)
     found = _search(conn, wanted, settings, first=first, answer_only=True)
     tally = merge.Tally()
     walked, chosen, whole = _walk(found, wanted, version, settings, rng, tally)
-    if first is not None and not found.complete and len(chosen) < _needed(wanted, settings):
-        budget = found.budget  # what the first search spent counts too
-        found = search.search(conn, wanted, answer_only=True)
+    needed = _needed(wanted, settings)
+    widened = False
+    while first is not None and not found.complete and len(chosen) < needed:
+        budget = found.budget  # what the searches before spent counts too
+        first = None if widened else _wider(first, len(chosen), needed)
+        widened = True
+        found = search.search(conn, wanted, first=first, answer_only=True)
         found.budget = budget
         tally = merge.Tally()
         walked, chosen, whole = _walk(found, wanted, version, settings, rng, tally)
@@ -170,6 +175,24 @@ def _walk(
         keep_whole=version < mv.NESTED_CANDIDATES,
     )
     return walked, chosen, whole
+
+
+# A second window is this many times the first at most; past it, every tree.
+WIDER_AT_MOST = 8
+
+
+def _wider(first: int, got: int, needed: int) -> int | None:
+    """How many anchors the second window reads after the first ``first``
+    gave ``got`` candidates of the ``needed``: as many as that yield says
+    give enough, and a quarter more (the groups' own filters, member_of or
+    traits, may keep half the trees out); every tree (None) when the first
+    gave none, or when the yield asks for more than WIDER_AT_MOST times the
+    first. After the second window, every tree."""
+    if got == 0:
+        return None
+    wanted = first * needed // got
+    wanted += wanted // 4 + 1
+    return wanted if wanted <= first * WIDER_AT_MOST else None
 
 
 def _needed(wanted: Request, settings: Settings) -> int:

@@ -336,9 +336,24 @@ def test_the_first_trees_are_read_alone_when_they_give_enough(conn, monkeypatch)
     assert len(answer(conn, two, latest).chosen) == 1
     assert searched == [(2, False), (None, True)]
     searched.clear()
+    # host1's and host2's trees have the trait, of the first four anchors':
+    # 2 of the 3 asked, so a second window reads 4 * 3 / 2 and a quarter
+    # more, 8 anchors (here every tree).
+    assert len(answer(conn, "resources=VCPU:1&required=CUSTOM_FAST&limit=3", latest).chosen) == 2
+    assert searched == [(4, False), (8, True)]
+    searched.clear()
     # Neither a random order, nor breadth-first, nor before 1.29, nor without limit.
     answer(conn, "resources=VCPU:1&limit=1", latest, rng=random.Random(1))
     answer(conn, "resources=VCPU:1&limit=1", latest, Settings(strategy="breadth-first"))
     answer(conn, "resources=VCPU:1&limit=1", Version(1, 28))
     answer(conn, "resources=VCPU:1", latest)
     assert searched == [(None, True)] * 4
+
+
+def test_a_second_window_is_sized_by_the_yield_of_the_first():
+    # 1251 anchors gave 600 of 1000: 2085 and a quarter more.
+    assert find._wider(1251, 600, 1000) == 2085 + 521 + 1
+    assert find._wider(1251, 0, 1000) is None  # no yield to go by: every tree
+    # a yield that asks for more than WIDER_AT_MOST times the first: every tree
+    assert find._wider(1251, 10, 1000) is None
+    assert find._wider(4, 2, 3) == 8
