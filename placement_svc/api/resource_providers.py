@@ -153,37 +153,67 @@ def list_json(req, providers) -> bytes:
     library's C encoder, non-ASCII kept as UTF-8 as ``answering.dumps``
     keeps it. The pieces are small strings joined once at the end: a
     buffer per provider (orjson's per string, a format's per body) cost
-    several times as much. A name no UTF-8 can hold (a lone surrogate) is
-    left to ``answering.dumps``."""
+    several times as much. What a provider's body holds but for its name
+    and generation is kept between requests (``_places``). A name no UTF-8
+    can hold (a lone surrogate) is left to ``answering.dumps``."""
     version = reading.version(req)
     href = _quote(answering.url(req, "/resource_providers/"))[1:-1]
-    # The links of a provider: these pieces, its uuid between each two.
-    around = [f'"links":[{{"rel":"self","href":"{href}']
-    after = '"}'
-    for rel in (_quote(rel)[1:-1] for rel in schema.link_rels(version)):
-        around.append(f'{after},{{"rel":"{rel}","href":"{href}')
-        after = f'/{rel}"}}'
-    around.append(after + "]")
+    rels = tuple(_quote(rel)[1:-1] for rel in schema.link_rels(version))
     nested = version >= mv.NESTED_PROVIDERS
+    places = _places(href, rels, nested)
     out: list[str] = []
     for p in providers:
-        quoted = _quote(p.uuid)
+        key = (p.uuid, p.parent_uuid, p.root_uuid)
+        place = places.get(key)
+        if place is None:
+            place = places[key] = _place(p, href, rels, nested)
         name = "null" if p.name is None else _quote(p.name)
         generation = "null" if p.generation is None else str(int(p.generation))
-        out += ('{"uuid":', quoted, ',"name":', name, ',"generation":', generation, ",")
-        out.append(quoted[1:-1].join(around))
-        if nested:
-            parent = "null" if p.parent_uuid is None else _quote(p.parent_uuid)
-            root = _quote(p.root_uuid)
-            out += (',"parent_provider_uuid":', parent, ',"root_provider_uuid":', root)
-        out.append("},")
+        out += (place[0], name, ',"generation":', generation, place[1], ",")
     if out:
-        out[-1] = "}"
+        out.pop()  # the comma after the last
     try:
         return ('{"resource_providers":[' + "".join(out) + "]}").encode("utf-8")
     except UnicodeEncodeError:
         body_of = representer(req)
         return answering.dumps({"resource_providers": [body_of(p) for p in providers]})
+
+
+# (the mount prefix, the links' relations, nested) -> a provider's (uuid,
+# parent uuid, root uuid) -> what its list body holds before its name and
+# after its generation. Kept by each process between requests: a pure
+# function of its key, read again for every list. Bounded: a form keeps
+# PLACES_KEPT providers and starts over past them, and FORMS_KEPT forms
+# (versions of the links, prefixes) are kept at most.
+_PLACES: dict[tuple[str, tuple[str, ...], bool], dict[tuple, tuple[str, str]]] = {}
+PLACES_KEPT = 20_000
+FORMS_KEPT = 4
+
+
+def _places(href: str, rels: tuple[str, ...], nested: bool) -> dict[tuple, tuple[str, str]]:
+    form = (href, rels, nested)
+    kept = _PLACES.get(form)
+    if kept is None:
+        if len(_PLACES) >= FORMS_KEPT:
+            _PLACES.clear()
+        kept = _PLACES[form] = {}
+    elif len(kept) >= PLACES_KEPT:
+        kept.clear()
+    return kept
+
+
+def _place(p, href: str, rels: tuple[str, ...], nested: bool) -> tuple[str, str]:
+    """A provider's list body around its name and generation: its uuid,
+    then its links and (``nested``) its parent's and root's uuids."""
+    quoted = _quote(p.uuid)
+    uuid = quoted[1:-1]
+    links = [f'"links":[{{"rel":"self","href":"{href}{uuid}"}}']
+    links += [f',{{"rel":"{rel}","href":"{href}{uuid}/{rel}"}}' for rel in rels]
+    after = "," + "".join(links) + "]"
+    if nested:
+        parent = "null" if p.parent_uuid is None else _quote(p.parent_uuid)
+        after += f',"parent_provider_uuid":{parent},"root_provider_uuid":{_quote(p.root_uuid)}'
+    return '{"uuid":' + quoted + ',"name":', after + "}"
 
 
 def _embedded(provider, embedded: ops.Embedded) -> dict:

@@ -85,3 +85,31 @@ def test_a_name_utf8_cannot_hold_is_written_as_the_bodies_are():
     written = resource_providers.list_json(req, found)
     assert written == answering.dumps({"resource_providers": [body_of(p) for p in found]})
     assert json.loads(written)["resource_providers"][2]["name"] == "lone \ud800 surrogate"
+
+
+def test_what_is_kept_between_lists_is_a_function_of_the_uuids_alone():
+    req = _request("1.39", "/placement")
+    body_of = resource_providers.representer(req)
+    found = _providers()
+    resource_providers.list_json(req, found)  # keeps each provider's place
+    moved = [
+        p._replace(name=f"{p.name} renamed", generation=(p.generation or 0) + 1) for p in found
+    ]
+    moved[3] = moved[3]._replace(parent_uuid=found[1].uuid)  # re-parented
+    written = resource_providers.list_json(req, moved)
+    assert json.loads(written) == {"resource_providers": [body_of(p) for p in moved]}
+
+
+def test_the_kept_places_are_bounded(monkeypatch):
+    monkeypatch.setattr(resource_providers, "_PLACES", {})
+    monkeypatch.setattr(resource_providers, "PLACES_KEPT", 3)
+    monkeypatch.setattr(resource_providers, "FORMS_KEPT", 2)
+    found = _providers()
+    for prefix in ("", "/a", "/b"):
+        resource_providers.list_json(_request("1.39", prefix), found)
+    kept = resource_providers._PLACES
+    assert len(kept) == 1  # a third form: the two kept were dropped
+    (places,) = kept.values()
+    assert len(places) == len(found)
+    resource_providers.list_json(_request("1.39", "/b"), found[:1])
+    assert len(places) == 1  # past PLACES_KEPT: started over
