@@ -41,6 +41,10 @@ import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+# Fixed names, so that --no-load queries find the aggregates an earlier run
+# made (bench/flat_cloud.py: bench/scale.py writes the same).
+from flat_cloud import AGGREGATES
+
 
 class Client:
     """One keep-alive connection per thread."""
@@ -149,10 +153,6 @@ def allocate(client, rp_uuid, resources) -> bool:
         },
     )
     return status == 204
-
-
-# Fixed names, so that --no-load queries find the aggregates an earlier run made.
-AGGREGATES = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"bench-aggregate-{n}")) for n in range(10)]
 
 
 def load_flat(client, hosts, workers):

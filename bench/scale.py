@@ -43,7 +43,7 @@ from placement_svc.db import migration, tables
 from placement_svc.db.engine import Database, create_engine
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from candidates import AGGREGATES  # noqa: E402  (bench/candidates.py: its flat cloud's)
+from flat_cloud import AGGREGATES  # noqa: E402  (bench/flat_cloud.py: the flat cloud's)
 
 VERSION = "1.36"
 QUERIES = [
@@ -94,7 +94,7 @@ def load(engine, hosts: int, shape: str) -> None:
     The flat cloud is the one bench/candidates.py's ``load_flat`` makes over
     the HTTP API, row for row: the same names (bench-flat-N), inventories
     (the API's defaults for what it leaves out, such as ``max_unit``),
-    traits, aggregates (candidates.AGGREGATES), allocations (a consumer of
+    traits, aggregates (flat_cloud.AGGREGATES), allocations (a consumer of
     type INSTANCE in project and user ``bench``) and generations; only the
     uuids differ (fixed here: ``uuid.UUID(int=2**64 + id)``).
 
