@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from placement_svc.db import filters, names, tables
 from placement_svc.db.exceptions import (
@@ -60,12 +62,32 @@ class Listed(NamedTuple):
     newest: datetime.datetime | None
 
 
+class _IsoText(FunctionElement[str]):
+    """A time as ISO text ("2026-11-26 13:21:21.994069"), which sorts as the
+    times do: MariaDB's and SQLite's CAST writes that form; PostgreSQL's
+    would follow the session's DateStyle, so its to_char names the form."""
+
+    type = sa.String()
+    inherit_cache = True
+    name = "iso_text"
+
+
+@compiles(_IsoText)
+def _iso_text(element: _IsoText, compiler: Any, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS CHAR)"
+
+
+@compiles(_IsoText, "postgresql")
+def _iso_text_postgresql(element: _IsoText, compiler: Any, **kw: Any) -> str:
+    return f"to_char({compiler.process(element.clauses, **kw)}, 'YYYY-MM-DD HH24:MI:SS.US')"
+
+
 def _build_select(times_as_text: bool = False) -> sa.Select:
     parent = RP.alias("parent")
     root = RP.alias("root")
     modified: sa.ColumnElement[Any] = sa.func.coalesce(RP.c.updated_at, RP.c.created_at)
     if times_as_text:
-        modified = sa.cast(modified, sa.String)
+        modified = _IsoText(modified)
     return sa.select(
         RP.c.id,
         RP.c.uuid,
@@ -131,7 +153,7 @@ def _time(text: str | None) -> datetime.datetime | None:
         return None
     try:
         return datetime.datetime.fromisoformat(text)
-    except ValueError:  # a form no database of ours writes: no time rather than none at all
+    except ValueError:  # a form no database of ours writes: the answer's time is now
         return None
 
 

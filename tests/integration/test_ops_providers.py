@@ -155,3 +155,17 @@ def test_a_list_carries_the_newest_change_of_its_providers(db):
     tree = db.read(partial(ops.list_filtered, in_tree=child.uuid))
     assert [p.name for p in tree.providers] == ["root", "renamed"]
     assert db.read(partial(ops.list_filtered, in_tree=new_uuid())) == ([], None)
+
+
+def test_a_lists_times_are_iso_text_whatever_the_sessions_date_style(db):
+    """PostgreSQL writes a time cast to text in the session's DateStyle; the
+    list reads them with to_char, in the form that sorts as the times do."""
+    root = _create(db, "root")
+    single = db.read(partial(ops.get, uuid=root.uuid))
+
+    def listed_in_another_style(conn):
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("SET LOCAL DateStyle = 'SQL, DMY'")
+        return ops.list_filtered(conn)
+
+    assert db.read(listed_in_another_style).newest == single.modified
