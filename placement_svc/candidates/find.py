@@ -190,9 +190,9 @@ def _wider(first: int, got: int, needed: int) -> int | None:
     first. After the second window, every tree."""
     if got == 0:
         return None
-    wanted = first * needed // got
-    wanted += wanted // 4 + 1
-    return wanted if wanted <= first * WIDER_AT_MOST else None
+    anchors = first * needed // got
+    anchors += anchors // 4 + 1
+    return anchors if anchors <= first * WIDER_AT_MOST else None
 
 
 def _needed(wanted: Request, settings: Settings) -> int:
