@@ -2,7 +2,8 @@
 with the number of providers: counted for a cloud of 4 hosts and of 40 hosts
 (each a root with two NUMA children, sharing storage, traits and aggregates).
 Nor do those of its explanation and its capacity count (1.44), which read
-the whole cloud besides."""
+the whole cloud besides. An answer known empty from the shape of the cloud
+alone reads no usage at all."""
 
 from __future__ import annotations
 
@@ -106,3 +107,31 @@ def test_statement_count_does_not_grow_with_providers(test_db, path):
     large = _statements(test_db, hosts=40, path=path)
     assert small == large
     assert max(large) <= 15
+
+
+def test_an_answer_known_empty_from_the_shape_reads_no_usage(test_db):
+    """No inventory holds 9 VCPU (a NUMA node has 8): the answer is empty
+    before any usage is read, in as many statements for 40 hosts as for 4."""
+    counted = []
+    for hosts in (4, 40):
+        test_db.reset()
+        engine = create_engine(test_db.url)
+        client = fixtures.api_client(app.create_app(fixtures.make_conf(), Database(engine)))
+        _build(client, hosts, str(uuid.uuid4()))
+        assert client.get("/allocation_candidates?resources=VCPU:1").status_code == 200
+        seen: list[str] = []
+
+        def listener(*args, seen=seen):
+            seen.append(args[2])
+
+        event.listen(engine, "before_cursor_execute", listener)
+        try:
+            answer = client.get("/allocation_candidates?resources=VCPU:9,MEMORY_MB:512")
+        finally:
+            event.remove(engine, "before_cursor_execute", listener)
+        engine.dispose()
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["allocation_requests"] == []
+        assert [text for text in seen if "allocations" in text] == []
+        counted.append(len(seen))
+    assert counted[0] == counted[1] and counted[0] <= 4, counted
