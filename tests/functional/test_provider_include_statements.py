@@ -10,7 +10,7 @@ from sqlalchemy import event
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from tests.support import fixtures
+from tests.support import fixtures, small_cloud
 
 INCLUDE = "include=inventories,traits,aggregates,usages"
 
@@ -21,21 +21,7 @@ def _statements(test_db, providers: int) -> tuple[int, dict]:
     client = fixtures.api_client(app.create_app(fixtures.make_conf(), Database(engine)))
     root = str(uuid.uuid4())
     aggregate = str(uuid.uuid4())
-    for index in range(providers):
-        rp = root if index == 0 else str(uuid.uuid4())
-        body = {"name": f"rp{index}", "uuid": rp}
-        if index:
-            body["parent_provider_uuid"] = root
-        assert client.post("/resource_providers", json=body).status_code == 200
-        for path, payload in (
-            ("inventories", {"inventories": {"VCPU": {"total": 8}}}),
-            ("traits", {"traits": ["HW_CPU_X86_AVX2"]}),
-            ("aggregates", {"aggregates": [aggregate]}),
-        ):
-            generation = {"inventories": 0, "traits": 1, "aggregates": 2}[path]
-            payload["resource_provider_generation"] = generation
-            answer = client.put(f"/resource_providers/{rp}/{path}", json=payload)
-            assert answer.status_code == 200, answer.text
+    small_cloud.one_tree(client, providers, root, aggregate, {"VCPU": 8})
     seen: list[str] = []
 
     def listener(*args):

@@ -9,7 +9,7 @@ import uuid
 
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
-from tests.support import fixtures
+from tests.support import fixtures, small_cloud
 from tests.support.statements import Statements
 
 AGGREGATE = str(uuid.uuid4())
@@ -30,25 +30,7 @@ def _served(test_db, providers: int):
     test_db.reset()
     engine = create_engine(test_db.url)
     client = fixtures.api_client(app.create_app(fixtures.make_conf(), Database(engine)))
-    for index in range(providers):
-        rp = ROOT if index == 0 else str(uuid.uuid4())
-        body = {"name": f"rp{index}", "uuid": rp}
-        if index:
-            body["parent_provider_uuid"] = ROOT
-        assert client.post("/resource_providers", json=body).status_code == 200
-        for generation, (path, payload) in enumerate(
-            (
-                (
-                    "inventories",
-                    {"inventories": {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 1024}}},
-                ),
-                ("traits", {"traits": ["HW_CPU_X86_AVX2"]}),
-                ("aggregates", {"aggregates": [AGGREGATE]}),
-            )
-        ):
-            payload["resource_provider_generation"] = generation
-            answer = client.put(f"/resource_providers/{rp}/{path}", json=payload)
-            assert answer.status_code == 200, answer.text
+    small_cloud.one_tree(client, providers, ROOT, AGGREGATE, {"VCPU": 8, "MEMORY_MB": 1024})
     return engine, client
 
 

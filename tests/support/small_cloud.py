@@ -3,6 +3,8 @@ through the API: three hosts, each short of one thing ``FLAVOR`` needs."""
 
 from __future__ import annotations
 
+import uuid
+
 HOST_A = "aaaaaaaa-0000-4000-8000-00000000000a"  # AVX2, but 14 of its 16 VCPU in use
 HOST_B = "bbbbbbbb-0000-4000-8000-00000000000b"  # AVX2, too little memory
 HOST_C = "cccccccc-0000-4000-8000-00000000000c"  # room enough, no AVX2
@@ -44,3 +46,26 @@ def small_cloud(client) -> None:
         },
     )
     assert answer.status_code == 204, answer.text
+
+
+def one_tree(client, providers: int, root: str, aggregate: str, inventory: dict) -> None:
+    """A root (of uuid ``root``) and ``providers - 1`` children, each with
+    ``inventory`` (class -> total), the trait HW_CPU_X86_AVX2 and
+    ``aggregate``, written through the API (generation 3 each after)."""
+    for index in range(providers):
+        rp = root if index == 0 else str(uuid.uuid4())
+        body = {"name": f"rp{index}", "uuid": rp}
+        if index:
+            body["parent_provider_uuid"] = root
+        assert client.post("/resource_providers", json=body).status_code == 200
+        inventories = {rc: {"total": total} for rc, total in inventory.items()}
+        for generation, (path, payload) in enumerate(
+            (
+                ("inventories", {"inventories": inventories}),
+                ("traits", {"traits": ["HW_CPU_X86_AVX2"]}),
+                ("aggregates", {"aggregates": [aggregate]}),
+            )
+        ):
+            payload["resource_provider_generation"] = generation
+            answer = client.put(f"/resource_providers/{rp}/{path}", json=payload)
+            assert answer.status_code == 200, answer.text
