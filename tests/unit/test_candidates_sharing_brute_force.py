@@ -31,7 +31,7 @@ from collections import Counter
 
 from microversion_parse import Version
 
-from placement_svc.candidates import eligibility, merge
+from placement_svc.candidates import eligibility, merge, rooms
 from placement_svc.candidates.model import Found, Provider, Room
 from tests.unit.test_candidates_merge import ask, brute_force, normalised
 
@@ -197,7 +197,7 @@ def expected(req, found: Found) -> set:
 def test_the_walk_on_eligibility_finds_what_brute_force_finds_per_anchor():
     rng = random.Random(26)
     compared = nonempty = nested_sharing = in_tree_sharing = before_nested = 0
-    narrowed = away_only = 0
+    narrowed = away_only = hopeless = 0
     for _ in range(1500):
         found = random_found(rng)
         qs, version = random_query(rng, found)
@@ -210,6 +210,25 @@ def test_the_walk_on_eligibility_finds_what_brute_force_finds_per_anchor():
             assert walked == Counter(want), (qs, version, found)
         compared += 1
         nonempty += bool(want)
+        # rooms.hopeless (the answer's search skips the rules of such a Found):
+        # a class no provider has room for at its smallest amount (as
+        # rooms.of_world weighs it: capacity and max_unit), no candidate.
+        smallest: dict[str, int] = {}
+        for group in req.groups.values():
+            for rc, amount in group.resources.items():
+                smallest[rc] = min(amount, smallest.get(rc, amount))
+        holders = {
+            rc: [
+                p
+                for (p, held), r in sorted(found.room.items())
+                if held == rc and r.free >= a and r.max_unit >= a
+            ]
+            for rc, a in smallest.items()
+        }
+        weighed = dataclasses.replace(found, with_room={rc: p for rc, p in holders.items() if p})
+        if rooms.hopeless(weighed, req):
+            assert not want, (qs, version, found)
+            hopeless += 1
         used = {p for key in want for p, _r in key[0]}
         nested_sharing += any(
             found.providers[p].parent_id is not None for p in used & found.sharing
@@ -221,7 +240,7 @@ def test_the_walk_on_eligibility_finds_what_brute_force_finds_per_anchor():
         narrowed += any(trees != found.shares_with[p] for p, trees in reach)
         # kept from its own tree, serving another: its root in a forbidden aggregate
         away_only += any(trees and found.providers[p].root_id not in trees for p, trees in reach)
-    assert compared == 1500 and nonempty > 400, (compared, nonempty)
+    assert compared == 1500 and nonempty > 400 and hopeless > 50, (compared, nonempty, hopeless)
     assert nested_sharing > 50 and in_tree_sharing > 20, (nested_sharing, in_tree_sharing)
     assert before_nested > 30 and narrowed > 40 and away_only > 10, (
         before_nested,
