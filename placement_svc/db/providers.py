@@ -134,8 +134,78 @@ def _records(rows: Iterable[Sequence[Any]]) -> list[Provider]:
 _UUID, _ROOT_UUID = Provider._fields.index("uuid"), Provider._fields.index("root_uuid")
 
 
+def _build_packed_select() -> sa.Select:
+    """_LIST_SELECT's columns as one text per row, for PyMySQL: it makes
+    every column of every row in Python: nine columns of a thousand
+    providers cost two thirds of a list's time on MariaDB, one column a
+    third of that (4.2 ms down to 2.7 ms in all, in-process). ``|``
+    separates the parts (no uuid, number or time has one), the name comes
+    last (it may), and a part that may be NULL is
+    empty instead (none is ever empty otherwise; the name, which could be
+    NULL in a database adopted from upstream, is marked by a leading
+    ``=``): one NULL would make the whole text NULL."""
+    columns = _LIST_SELECT.selected_columns
+    text = sa.String()
+    empty = sa.literal_column("''", text)
+
+    def part(column: Any, nullable: bool = True) -> Any:
+        value = sa.cast(column, text) if not isinstance(column.type, sa.String) else column
+        return sa.func.coalesce(value, empty) if nullable else value
+
+    parts = [
+        part(columns.id, nullable=False),
+        part(columns.generation, nullable=False),
+        part(columns.parent_provider_id),
+        part(columns.root_provider_id),
+        part(columns.modified),
+        part(columns.uuid, nullable=False),
+        part(columns.parent_uuid),
+        part(columns.root_uuid),
+        sa.func.coalesce(sa.func.concat(sa.literal_column("'='", text), columns.name), empty),
+    ]
+    separated: list[Any] = []
+    for each in parts:
+        separated += [each, sa.literal_column("'|'", text)]
+    return _LIST_SELECT.with_only_columns(sa.func.concat(*separated[:-1]).label("packed"))
+
+
+_PACKED_SELECT = _build_packed_select()
+
+
+def _unpacked(rows: Iterable[Sequence[Any]]) -> Listed:
+    """Providers and their newest change from _PACKED_SELECT's rows."""
+    make = Provider._make
+    providers = []
+    newest = ""
+    for (text,) in rows:
+        ident, generation, parent_id, root_id, modified, uuid, parent_uuid, root_uuid, name = (
+            text.split("|", 8)
+        )
+        providers.append(
+            make(
+                (
+                    int(ident),
+                    uuid,
+                    name[1:] if name else None,
+                    int(generation),
+                    int(parent_id) if parent_id else None,
+                    int(root_id) if root_id else None,
+                    parent_uuid or None,
+                    root_uuid or uuid,
+                    None,
+                )
+            )
+        )
+        if modified > newest:
+            newest = modified
+    return Listed(providers, _time(newest or None))
+
+
 def _listed(conn: Connection, where: Any, params: dict) -> Listed:
-    """The providers ``where`` holds, in id order, read by _LIST_SELECT."""
+    """The providers ``where`` holds, in id order, read by _LIST_SELECT
+    (by _PACKED_SELECT through PyMySQL)."""
+    if conn.dialect.driver == "pymysql":
+        return _unpacked(conn.execute(_PACKED_SELECT.where(where).order_by(RP.c.id), params).all())
     rows = conn.execute(_LIST_SELECT.where(where).order_by(RP.c.id), params).all()
     make = Provider._make
     providers = [

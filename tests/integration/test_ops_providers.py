@@ -3,6 +3,7 @@ refusal a fact naming the provider, in upstream's check order."""
 
 from __future__ import annotations
 
+import sqlite3
 from functools import partial
 
 import jsonschema
@@ -10,6 +11,7 @@ import pytest
 from microversion_parse import Version
 
 from placement_svc import microversion as mv
+from placement_svc.db import providers as providers_db
 from placement_svc.db.exceptions import (
     ParentProviderNotFound,
     ProviderExists,
@@ -169,3 +171,61 @@ def test_a_lists_times_are_iso_text_whatever_the_sessions_date_style(db):
         return ops.list_filtered(conn)
 
     assert db.read(listed_in_another_style).newest == single.modified
+
+
+HOSTILE_NAMES = ["a|b|c", "=starts with =", "|", "ünïcödé ☃ 😀", "back\\slash %s '\"", "   "]
+
+
+def test_a_list_reads_any_name_whole_on_every_backend(db):
+    """Through PyMySQL a list reads each provider as one text (its parts
+    joined by ``|``, the name last); names holding ``|``, starting with
+    ``=`` or outside the BMP come back whole, as a single read has them,
+    with their parents and roots."""
+    root = _create(db, HOSTILE_NAMES[0])
+    for name in HOSTILE_NAMES[1:]:
+        _create(db, name, parent_uuid=root.uuid)
+    listed = db.read(ops.list_filtered)
+    singles = [db.read(partial(ops.get, uuid=p.uuid)) for p in listed.providers]
+    assert [p.name for p in listed.providers] == HOSTILE_NAMES
+    assert [p[:-1] for p in listed.providers] == [p[:-1] for p in singles]
+    assert listed.newest == max(p.modified for p in singles)
+
+
+def test_the_packed_read_is_the_plain_read(db):
+    """The one-text-per-row statement (PyMySQL's) answers what the plain one
+    does, on each backend that has CONCAT (SQLite 3.44 and later only)."""
+    root = _create(db, HOSTILE_NAMES[0])
+    for name in HOSTILE_NAMES[1:]:
+        _create(db, name, parent_uuid=root.uuid)
+
+    def both(conn):
+        ordered = providers_db.RP.c.id
+        plain = conn.execute(providers_db._LIST_SELECT.order_by(ordered)).all()
+        if conn.dialect.name == "sqlite" and sqlite3.sqlite_version_info < (3, 44):
+            return None, plain
+        packed = conn.execute(providers_db._PACKED_SELECT.order_by(ordered)).all()
+        return providers_db._unpacked(packed), plain
+
+    unpacked, plain = db.read(both)
+    assert len(plain) == len(HOSTILE_NAMES)
+    if unpacked is not None:
+        assert [p[:-1] for p in unpacked.providers] == [
+            (*row[:7], row[7] or row[1]) for row in plain
+        ]
+        assert unpacked.newest == providers_db._time(max(row[-1] for row in plain))
+
+
+def test_a_packed_row_without_a_name_or_times_reads_as_none():
+    """A NULL name (upstream's column allows one) is packed as nothing at
+    all, a name as ``=`` and the name; a provider never changed has no time."""
+    read = providers_db._unpacked(
+        [
+            ("7|3||||u-7|||",),
+            ("8|0|7|7|2026-11-26 13:21:21.994069|u-8|u-7|u-7|=|x",),
+        ]
+    )
+    assert read.providers == [
+        providers_db.Provider(7, "u-7", None, 3, None, None, None, "u-7", None),
+        providers_db.Provider(8, "u-8", "|x", 0, 7, 7, "u-7", "u-7", None),
+    ]
+    assert str(read.newest) == "2026-11-26 13:21:21.994069"
