@@ -248,14 +248,26 @@ def find_noting_empty(
     ``_answer``): its reason is the explanation of that very search, on
     the shape of the cloud it was made of (explain/cloud.py)."""
     answer, found, tally = _answer(conn, wanted, version, settings, rng)
-    if found.members is not None:  # a tree of several providers is nested
-        nested = any(len(tree) > 1 for tree in found.members.values())
-    else:
-        nested = any(provider.parent_id is not None for provider in found.providers.values())
+    nested = _nested(found)
     if answer.chosen:
         return Noted(answer, None, nested, tally.pruned)
     why = explain_rules.why_empty(found, cloud.of(found), wanted)
     return Noted(answer, why, nested, tally.pruned)
+
+
+def _nested(found: Found) -> bool:
+    """Whether a tree ``found`` searched has several providers: worked out
+    once per kept world when the search covered all of its trees."""
+    if found.members is None:
+        return any(provider.parent_id is not None for provider in found.providers.values())
+    members = found.members
+
+    def nested() -> bool:
+        return any(len(tree) > 1 for tree in members.values())
+
+    if found.world is not None and members is found.world.members:
+        return bool(found.world.remember("nested", nested))
+    return nested()
 
 
 def explain(

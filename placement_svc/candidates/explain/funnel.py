@@ -118,10 +118,16 @@ def _room_step(
         "resource_class": rc,
         "amount": amount,
     }
-    if not why:
-        kept = [
-            pid for pid in left if (room := rooms.get((pid, rc))) is not None and room.fits(amount)
-        ]
+    if not why:  # a Found known empty from the shape (rooms.unservable) has no room at all
+        kept = (
+            [
+                pid
+                for pid in left
+                if (room := rooms.get((pid, rc))) is not None and room.fits(amount)
+            ]
+            if rooms
+            else []
+        )
         funnel.steps.append({**step, "after": len(kept)})
         return kept
     lacking = dict.fromkeys(ROOM_LACKS, 0)
