@@ -76,8 +76,9 @@ CANDIDATES_EXPLAIN = _v(44)  # GET /allocation_candidates/explain and /capacity
 PROVIDER_INCLUDE = _v(45)  # include= on GET /resource_providers and /resource_providers/{uuid}
 BULK_ALLOCATIONS = _v(46)  # GET /allocations?consumer_uuid=in: / resource_provider_uuid=in:
 CONDITIONAL_READS = _v(47)  # ETag and If-None-Match (304) on provider-scoped reads
+RANKED_CANDIDATES = _v(48)  # sort=, prefer=, prefer_member_of=, per_root= and "rank"
 
-MAX_VERSION = CONDITIONAL_READS  # the newest this service can serve
+MAX_VERSION = RANKED_CANDIDATES  # the newest this service can serve
 VERSIONS = [f"1.{minor}" for minor in range(MIN_VERSION.minor, MAX_VERSION.minor + 1)]
 
 

@@ -113,7 +113,7 @@ def searching():
         if exc.traits:
             raise errors.BadRequest(f"No such trait(s): {', '.join(exc.traits)}.") from None
         raise errors.BadRequest(
-            f"Invalid resource class in resources parameter: No such resource class "
+            f"Invalid resource class in {exc.parameter} parameter: No such resource class "
             f"{', '.join(exc.classes)}."
         ) from None
     except model.SearchBudgetExceeded as exc:

@@ -22,7 +22,7 @@ from microversion_parse import Version
 from sqlalchemy.engine import Connection
 
 from placement_svc import microversion as mv
-from placement_svc.candidates import merge, model, render, search, summaries
+from placement_svc.candidates import merge, model, rank, render, search, summaries
 from placement_svc.candidates.explain import capacity as capacity_rules
 from placement_svc.candidates.explain import cloud, names
 from placement_svc.candidates.explain import explanation as explain_rules
@@ -73,12 +73,20 @@ class Answer(NamedTuple):
     other: render.Other
     requested: set[str]
     version: Version
+    # Each candidate's rank, when the request ranks them (1.48)
+    ranks: list[rank.Rank] | None = None
 
     def body(self) -> dict[str, Any]:
         """The body as a dict."""
         candidates = [merge.candidate(self.slots, assigned) for assigned in self.chosen]
         return render.body(
-            self.found, candidates, self.providers, self.other, self.requested, self.version
+            self.found,
+            candidates,
+            self.providers,
+            self.other,
+            self.requested,
+            self.version,
+            self.ranks,
         )
 
     def chunks(self) -> Iterator[bytes]:
@@ -91,6 +99,7 @@ class Answer(NamedTuple):
             self.other,
             self.requested,
             self.version,
+            self.ranks,
         )
 
 
@@ -118,6 +127,8 @@ def _answer(
     search reads the first anchors' trees only; if those give fewer
     candidates than the answer holds, it reads as many more as their yield
     says it needs (``_wider``), and then, if still short, them all."""
+    if wanted.ranking is not None:
+        return _ranked(conn, wanted, version, settings, rng)
     first = _first(wanted, version, settings, rng)
     found = _search(conn, wanted, settings, first=first, answer_only=True)
     tally = merge.Tally()
@@ -140,6 +151,28 @@ def _answer(
         else {}
     )
     answer = Answer(found, walked.slots, chosen, providers, other, requested, version)
+    return _Worked(answer, found, tally)
+
+
+def _ranked(
+    conn: Connection,
+    wanted: Request,
+    version: Version,
+    settings: Settings,
+    rng: random.Random | None,
+) -> _Worked:
+    """The answer of a ranked request (1.48, rank.py): every tree searched,
+    the first ``limit`` (or max_allocation_candidates) in rank order. The
+    cap bounds the answer, not the walk: ranking weighs every candidate
+    that could come first."""
+    found = _search(conn, wanted, settings, answer_only=True)
+    tally = merge.Tally()
+    bounds = [n for n in (wanted.limit or 0, settings.max_candidates) if n > 0]
+    slots, ranked = merge.ranked(wanted, found, min(bounds, default=0), rng, tally)
+    providers = render.providers_to_summarise(found, slots, ranked.chosen, version)
+    requested = wanted.resource_classes()
+    other = summaries.other_inventories(conn, found.world, providers, requested)
+    answer = Answer(found, slots, ranked.chosen, providers, other, requested, version, ranked.ranks)
     return _Worked(answer, found, tally)
 
 

@@ -22,7 +22,7 @@ import random
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
-from placement_svc.candidates import prune
+from placement_svc.candidates import prune, rank
 from placement_svc.candidates.model import Found
 from placement_svc.candidates.request import Request
 from placement_svc.candidates.walk import Assignment, Slot, Walk
@@ -84,19 +84,7 @@ def assignments(
     if shuffle is not None:
         shuffle.shuffle(roots)
     walk = Walk(request, found, shuffle)
-    if walk.any_of:  # trees that cannot hold the unsuffixed group's traits: none entered
-        able = prune.able_roots(found, walk.any_of, roots)
-        kept = [root for root in roots if root in able]
-        if tally is not None:
-            tally.entered += len(roots) - len(kept)
-        roots = kept
-    if walk.reach:  # a tree out of some slot's reach gives nothing: not entered
-        kept = roots
-        for reach in sorted(walk.reach, key=len):
-            kept = [root for root in kept if root in reach]
-        if tally is not None:
-            tally.entered += len(roots) - len(kept)
-        roots = kept
+    roots = entered(walk, found, roots, tally)
     stream: Iterator[Assignment]
     if strategy == "breadth-first":
         trees = [iter(walk.tree(root)) for root in roots]
@@ -110,6 +98,52 @@ def assignments(
     if found.sharing:
         stream = _unique_shared(stream, walk.slots, found)
     return Walked(walk.slots, stream)
+
+
+def entered(walk: Walk, found: Found, roots: list[int], tally: Tally | None) -> list[int]:
+    """The trees of ``roots`` (in their order) the walk enters: not those
+    that cannot hold the unsuffixed group's traits, nor those out of some
+    slot's reach (counted as entered and pruned)."""
+    if walk.any_of:
+        able = prune.able_roots(found, walk.any_of, roots)
+        kept = [root for root in roots if root in able]
+        if tally is not None:
+            tally.entered += len(roots) - len(kept)
+        roots = kept
+    if walk.reach:
+        kept = roots
+        for reach in sorted(walk.reach, key=len):
+            kept = [root for root in kept if root in reach]
+        if tally is not None:
+            tally.entered += len(roots) - len(kept)
+        roots = kept
+    return roots
+
+
+def ranked(
+    request: Request,
+    found: Found,
+    needed: int,
+    rng: random.Random | None = None,
+    tally: Tally | None = None,
+) -> tuple[list[Slot], rank.Ranked]:
+    """The slots, and the first ``needed`` candidates (0: all) in the order
+    ``request.ranking`` gives (rank.py), at most ``per_root`` per root. The
+    trees are walked in walk order (an ``rng`` only breaks exact ties)."""
+    assert request.ranking is not None
+    walk = Walk(request, found, None)
+    roots = entered(walk, found, list(found.roots), tally)
+
+    def unique(stream: Iterator[Assignment]) -> Iterator[Assignment]:
+        return _unique_shared(stream, walk.slots, found)
+
+    def on_tree(gave: bool) -> None:
+        if tally is not None:
+            tally.entered += 1
+            tally.kept += gave
+
+    chosen = rank.ranked(request.ranking, found, walk, roots, needed, rng, unique, on_tree)
+    return walk.slots, chosen
 
 
 def _depth_first_tallied(walk: Walk, roots: list[int], tally: Tally) -> Iterator[Assignment]:

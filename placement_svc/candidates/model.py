@@ -65,11 +65,12 @@ class SearchBudgetExceeded(Exception):
 
 class UnknownNames(Exception):
     """The request names traits or resource classes the database does not
-    have (the traits first: the search looks them up first)."""
+    have (the traits first: the search looks them up first); ``parameter``
+    the one that names the classes (``sort`` for 1.48's sort keys)."""
 
-    def __init__(self, traits: list[str], classes: list[str]):
+    def __init__(self, traits: list[str], classes: list[str], parameter: str = "resources"):
         super().__init__(f"no such traits {traits} or resource classes {classes}")
-        self.traits, self.classes = traits, classes
+        self.traits, self.classes, self.parameter = traits, classes, parameter
 
 
 # Budget.steps for a Found without a budget of its own: never reached.
@@ -144,3 +145,6 @@ class Found:
     world: Any = None
     # The request's budget of walk steps, shared by every walk of the request.
     budget: Budget = field(default_factory=Budget)
+    # sort= classes (1.48) -> root -> (capacity, used) of the tree's
+    # inventories of the class (rank.fills)
+    fills: dict[str, dict[int, tuple[float, int]]] = field(default_factory=dict)

@@ -127,14 +127,25 @@ def body(
     other: Other,
     requested: set[str],
     version: Version,
+    ranks: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """``providers``: those to summarise; ``other``: provider -> class ->
-    (capacity, used) of the classes not requested (1.27+)."""
+    (capacity, used) of the classes not requested (1.27+); ``ranks``: each
+    candidate's rank.Rank when the request ranks them (1.48)."""
     uuid = _Uuids(found.providers, str)
+    requests = [_request(c, uuid.__getitem__, version) for c in candidates]
+    if version >= mv.RANKED_CANDIDATES:
+        for index, written in enumerate(requests):
+            written["rank"] = ranks[index].body() if ranks is not None else dict(UNRANKED)
     return {
-        "allocation_requests": [_request(c, uuid.__getitem__, version) for c in candidates],
+        "allocation_requests": requests,
         "provider_summaries": _summaries(found, sorted(providers), other, requested, version),
     }
+
+
+# The rank of every candidate of an answer that does not rank them (1.48+).
+UNRANKED: dict[str, Any] = {"score": 0, "keys": []}
+_UNRANKED_JSON = b',"rank":{"score":0,"keys":[]}}'
 
 
 def _request(candidate: Candidate, uuid: Callable[[int], Any], version: Version) -> dict[str, Any]:
@@ -165,14 +176,27 @@ def chunks(
     other: Other,
     requested: set[str],
     version: Version,
+    ranks: Sequence[Any] | None = None,
 ) -> Iterator[bytes]:
     """``body`` as JSON bytes, in pieces: the allocation requests BATCH at a
     time, then the provider summaries. Lazy: each piece is made when asked
-    for, from ``chosen`` alone."""
+    for, from ``chosen`` alone (and ``ranks``, one per candidate)."""
     write = _Requests(found, slots, version).write
+    ranked = version >= mv.RANKED_CANDIDATES  # each allocation request ends with its rank
     opening = b'{"allocation_requests":['
     for start in range(0, len(chosen), BATCH):
-        yield opening + b",".join(map(write, chosen[start : start + BATCH]))
+        batch = chosen[start : start + BATCH]
+        written: Iterable[bytes]
+        if not ranked:
+            written = map(write, batch)
+        elif ranks is None:
+            written = (write(assigned)[:-1] + _UNRANKED_JSON for assigned in batch)
+        else:
+            written = (
+                write(assigned)[:-1] + b',"rank":' + dumps(rank.body()) + b"}"
+                for assigned, rank in zip(batch, ranks[start : start + BATCH])
+            )
+        yield opening + b",".join(written)
         opening = b","
     summaries = _summaries(found, sorted(providers), other, requested, version)
     closing = b"]" if opening == b"," else opening + b"]"

@@ -18,9 +18,34 @@ from placement_svc import errors, queryparams
 from placement_svc import microversion as mv
 from placement_svc.queryparams import AggregateFilter, TraitFilter
 from placement_svc.schemas import allocation_candidate as schema
+from placement_svc.uuidutil import is_uuid_like
 
 GROUP_PARAMETERS = ("resources", "required", "member_of", "in_tree")
 T = TypeVar("T")
+# prefer= and prefer_member_of= weights (1.48): integers in this range.
+MIN_WEIGHT, MAX_WEIGHT = 1, 1000
+SORT_DIRECTIONS = ("spread", "pack")
+_DIGITS = re.compile("[0-9]{1,4}")  # ASCII only: str.isdigit takes "²", which int() refuses
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How to rank candidates (1.48, placement-svc's own; candidates/rank.py
+    applies it): ``sort`` (direction, class) keys in order, ``prefer``
+    (trait, negated, weight), ``prefer_member_of`` (aggregate, weight), and
+    at most ``per_root`` candidates per root."""
+
+    sort: tuple[tuple[str, str], ...] = ()
+    prefer: tuple[tuple[str, bool, int], ...] = ()
+    prefer_member_of: tuple[tuple[str, int], ...] = ()
+    per_root: int | None = None
+
+    def trait_names(self) -> set[str]:
+        return {trait for trait, _negated, _weight in self.prefer}
+
+    def classes(self) -> list[str]:
+        """The sort keys' classes, each once, in order."""
+        return list(dict.fromkeys(rc for _direction, rc in self.sort))
 
 
 @dataclass
@@ -58,6 +83,8 @@ class Request:
     # negated group's provider is neither the positive groups' subtree root
     # nor below it
     apart: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)
+    # sort=, prefer=, prefer_member_of=, per_root= (1.48); None: not asked
+    ranking: Ranking | None = None
 
     @property
     def isolate(self) -> bool:
@@ -65,6 +92,8 @@ class Request:
 
     def trait_names(self) -> set[str]:
         names = set(self.root_required) | set(self.root_forbidden)
+        if self.ranking is not None:
+            names |= self.ranking.trait_names()
         for group in self.groups.values():
             names |= group.required.names()
         return names
@@ -165,6 +194,76 @@ def _parse_request_wide(params: dict[str, list[str]], request: Request, version:
         )
     if "isolate" in params and version >= mv.GRANULAR_ISOLATE:
         request.isolated = _isolate(params["isolate"], "group_policy" in params)
+    if version >= mv.RANKED_CANDIDATES:
+        request.ranking = _ranking(params)
+
+
+def _ranking(params: dict[str, list[str]]) -> Ranking | None:
+    """sort=, prefer=, prefer_member_of= and per_root= (1.48); None when
+    none of them is asked."""
+    if not any(name in params for name in ("sort", "prefer", "prefer_member_of", "per_root")):
+        return None
+    sort = []
+    for value in params.get("sort", []):
+        for part in value.split(","):
+            direction, colon, rc = part.strip().partition(":")
+            if direction not in SORT_DIRECTIONS or not colon or not rc:
+                raise _bad(
+                    "Invalid query string parameters: Expected 'sort' parameter value of the "
+                    f"form spread:CLASS or pack:CLASS. Got: {part}",
+                    errors.QUERYPARAM_BAD_VALUE,
+                )
+            sort.append((direction, rc))
+    prefer = []
+    for trait, weight in _weighted(params.get("prefer", []), "prefer", "TRAIT"):
+        negated = trait.startswith("!")
+        prefer.append((trait[1:] if negated else trait, negated, weight))
+    if not all(trait for trait, _negated, _weight in prefer):
+        raise _bad(
+            "Invalid query string parameters: Expected 'prefer' parameter value of the form "
+            "TRAIT:WEIGHT or !TRAIT:WEIGHT. Got an empty trait.",
+            errors.QUERYPARAM_BAD_VALUE,
+        )
+    twice = sorted({t for t, _n, _w in prefer if sum(1 for o, _, _ in prefer if o == t) > 1})
+    if twice:
+        raise _bad(
+            f"Traits named more than once in 'prefer': {', '.join(twice)}.",
+            errors.QUERYPARAM_BAD_VALUE,
+        )
+    members = _weighted(params.get("prefer_member_of", []), "prefer_member_of", "AGGREGATE_UUID")
+    for aggregate, _weight in members:
+        if not is_uuid_like(aggregate):
+            raise _bad(
+                "Invalid query string parameters: Expected 'prefer_member_of' parameter to "
+                f"contain valid UUID(s). Got: {aggregate}",
+                errors.QUERYPARAM_BAD_VALUE,
+            )
+    per_root = None
+    if "per_root" in params:  # the schema checked the last value is a count
+        per_root = min(int(params["per_root"][-1]), sys.maxsize)
+    return Ranking(tuple(sort), tuple(prefer), tuple(members), per_root)
+
+
+def _weighted(values: list[str], name: str, what: str) -> list[tuple[str, int]]:
+    """NAME:WEIGHT pairs of a comma-separated, repeatable parameter."""
+    pairs = []
+    for value in values:
+        for part in value.split(","):
+            subject, colon, weight = part.strip().rpartition(":")
+            if (
+                not colon
+                or not subject
+                or not _DIGITS.fullmatch(weight)
+                or not MIN_WEIGHT <= int(weight) <= MAX_WEIGHT
+            ):
+                raise _bad(
+                    f"Invalid query string parameters: Expected '{name}' parameter value of "
+                    f"the form {what}:WEIGHT with WEIGHT an integer from {MIN_WEIGHT} to "
+                    f"{MAX_WEIGHT}. Got: {part}",
+                    errors.QUERYPARAM_BAD_VALUE,
+                )
+            pairs.append((subject, int(weight)))
+    return pairs
 
 
 def _root_required(values: list[str]) -> tuple[set[str], set[str]]:

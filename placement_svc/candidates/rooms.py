@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from placement_svc.candidates import eligibility, world
 from placement_svc.candidates.model import Found, Room
@@ -292,3 +292,25 @@ def _room_of_class(
     holders = [pid for pid in idle.holders if pid not in dropped]
     if holders:
         found.with_room[rc] = holders
+
+
+def fills(
+    providers: dict[int, Any],
+    stock: dict[int, list[world.Stock]],
+    classes: dict[str, int],
+    used: dict[int, dict[int, int]],
+) -> dict[str, dict[int, tuple[float, int]]]:
+    """The sort keys' classes (1.48, rank.py) -> root -> (capacity, used)
+    of each tree holding the class, from the inventories (in provider id
+    order, per class id) and the used amounts (class id -> provider ->
+    used). Pure."""
+    found: dict[str, dict[int, tuple[float, int]]] = {}
+    for name, rc_id in classes.items():
+        per_root: dict[int, tuple[float, int]] = {}
+        used_of = used.get(rc_id, {})
+        for held in stock.get(rc_id, ()):
+            root = providers[held.provider].root_id
+            capacity, taken = per_root.get(root, (0.0, 0))
+            per_root[root] = (capacity + held.capacity, taken + used_of.get(held.provider, 0))
+        found[name] = per_root
+    return found

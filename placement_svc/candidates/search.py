@@ -56,6 +56,11 @@ def search(
     unknown = sorted(request.resource_classes() - set(rc_ids))
     if unknown:
         raise UnknownNames(traits=[], classes=unknown)
+    sorted_by = request.ranking.classes() if request.ranking is not None else []
+    sort_ids = _ids(shape.class_ids, sorted_by, conn, names.resource_class_ids)
+    unknown = [rc for rc in sorted_by if rc not in sort_ids]
+    if unknown:
+        raise UnknownNames(traits=[], classes=unknown, parameter="sort")
     wanted, beyond = rooms.weighed(request, rc_ids)
     if answer_only:  # an answer known empty from the shape alone reads no usage
         known = rooms.unservable(shape, request, wanted, beyond)
@@ -63,8 +68,12 @@ def search(
             return known
     cut = None if first is None else rooms.window(shape, request, wanted, first)
     in_range = None if cut is None else rooms.id_range(shape, cut[0])
-    used = used_amounts(conn, sorted({*wanted, *beyond}), in_range)
-    return rooms.found(shape, request, wanted, used, cut, beyond, answer_only)
+    # The sort keys' classes in the same read: a class sorted by need not be asked for.
+    used = used_amounts(conn, sorted({*wanted, *beyond, *sort_ids.values()}), in_range)
+    found = rooms.found(shape, request, wanted, used, cut, beyond, answer_only)
+    if sort_ids:
+        found.fills = rooms.fills(shape.providers, shape.stock, sort_ids, used)
+    return found
 
 
 def _ids(

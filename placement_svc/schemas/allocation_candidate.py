@@ -14,6 +14,11 @@ GROUP_POLICY = {"type": "string", "enum": ["none", "isolate"]}
 # /allocation_candidates/explain only (1.44): how many near misses to list;
 # the handler checks the upper bound, with words a pattern cannot give.
 NEAR_MISSES = {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minLength": 1}
+# per_root= (1.48): a count of one or more, written as limit is.
+PER_ROOT = LIMIT
+# The ranking parameters of 1.48 (placement-svc's own); their values are
+# checked by candidates/request.py, with words that name what is wrong.
+RANKING = ("sort", "prefer", "prefer_member_of")
 
 NUMBERED_SUFFIX = "[1-9][0-9]*"  # 1.25 - 1.32
 STRING_SUFFIX = "[a-zA-Z0-9_-]{1,64}"  # 1.33+
@@ -62,6 +67,10 @@ def _build(version, explain: bool = False) -> Schema:
         properties["root_member_of"] = _STRING
     if version >= mv.GRANULAR_ISOLATE:
         properties["isolate"] = _STRING
+    if version >= mv.RANKED_CANDIDATES:
+        for name in RANKING:
+            properties[name] = _STRING
+        properties["per_root"] = PER_ROOT
     if explain:
         properties["near_misses"] = NEAR_MISSES
     # The keys in upstream's order: jsonschema reports the first failing rule
@@ -92,6 +101,7 @@ _CHANGES = (
     mv.SAME_SUBTREE,
     mv.ROOT_MEMBER_OF,
     mv.GRANULAR_ISOLATE,
+    mv.RANKED_CANDIDATES,
 )
 _BY_VERSION = [(feature, _build(feature)) for feature in _CHANGES]
 
@@ -102,7 +112,10 @@ def for_version(version) -> Schema:
 
 # /allocation_candidates/explain: the same query and near_misses=. From
 # the version it appears at; a later feature that changes the query adds a row.
-_EXPLAIN_BY_VERSION = [(mv.CANDIDATES_EXPLAIN, _build(mv.CANDIDATES_EXPLAIN, explain=True))]
+_EXPLAIN_BY_VERSION = [
+    (feature, _build(feature, explain=True))
+    for feature in (mv.CANDIDATES_EXPLAIN, mv.RANKED_CANDIDATES)
+]
 
 
 def explain_schema(version) -> Schema:
@@ -155,6 +168,28 @@ QUERY_WORDS = {
     "isolate": Param(
         TEXT,
         "Suffixes (_X,_Y) whose groups must land on different providers (placement-svc's own).",
+    ),
+    "sort": Param(
+        TEXT,
+        "spread:CLASS or pack:CLASS, comma-separated and repeatable, applied in order: "
+        "rank candidates by the fraction of CLASS their tree keeps free after them, "
+        "highest (spread) or lowest (pack) first (placement-svc's own, 1.48).",
+    ),
+    "prefer": Param(
+        TEXT,
+        "TRAIT:W or !TRAIT:W (W from 1 to 1000), comma-separated and repeatable: a "
+        "candidate scores W when a provider it allocates from has TRAIT (for !TRAIT, "
+        "when none has it); higher scores first (placement-svc's own, 1.48).",
+    ),
+    "prefer_member_of": Param(
+        TEXT,
+        "AGGREGATE_UUID:W, comma-separated and repeatable: a candidate scores W when "
+        "the root of its tree is in the aggregate (placement-svc's own, 1.48).",
+    ),
+    "per_root": Param(
+        INTEGER,
+        "At most this many candidates per root provider, the first in rank order "
+        "(placement-svc's own, 1.48).",
     ),
     "near_misses": Param(
         {"type": "integer", "minimum": 0, "maximum": 50},

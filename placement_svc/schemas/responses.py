@@ -291,6 +291,20 @@ def _candidates(version) -> dict:
     request = {"allocations": allocations}
     if version >= mv.MAPPINGS:
         request["mappings"] = _map(_UUIDS, "The providers of each request group, by suffix.")
+    if version >= mv.RANKED_CANDIDATES:
+        request["rank"] = _object(
+            {
+                "score": _INTEGER,
+                "keys": {
+                    "type": "array",
+                    "items": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+                    "description": "The free fraction of each sort key's class in the "
+                    "candidate's tree after it; null for a tree without that class.",
+                },
+            },
+            description="What the candidate was ranked by (1.48): its preference score "
+            "and its sort keys.",
+        )
     summary: dict = {
         "resources": _map(
             _object({"capacity": _INTEGER, "used": _INTEGER}), "By resource class name."
@@ -389,6 +403,7 @@ _CHANGES = (
     mv.MAPPINGS,
     mv.CONSUMER_TYPES,
     mv.PROVIDER_INCLUDE,
+    mv.RANKED_CANDIDATES,
 )
 _BY_VERSION = [(feature, _build(feature)) for feature in _CHANGES]
 
