@@ -350,12 +350,28 @@ def own_queries(scenario, wide_hosts=20):
         "&root_required=!COMPUTE_STATUS_DISABLED"
     )
     if scenario == "flat":
+        nova50 = nova.replace("limit=1000", "limit=50") + f"&member_of=in:{aggs}"
         return [
             ("flat: nova shape, limit=1000, no aggregate filter", "1.36", nova),
             (
                 "flat: nova shape + root_member_of=in:, limit=1000",
                 "1.40",
                 nova + f"&root_member_of=in:{aggs}",
+            ),
+            # Ranked (1.48): the best 50 of the whole cloud, against the first 50.
+            ("flat: nova shape, limit=50", "1.36", nova50),
+            ("flat: nova shape + sort=spread:VCPU, limit=50", "1.48", nova50 + "&sort=spread:VCPU"),
+            ("flat: nova shape + sort=pack:VCPU, limit=50", "1.48", nova50 + "&sort=pack:VCPU"),
+            (
+                "flat: nova shape + prefer=CUSTOM_BENCH_GOLD:10, spread, limit=50",
+                "1.48",
+                nova50 + "&prefer=CUSTOM_BENCH_GOLD:10&sort=spread:VCPU",
+            ),
+            ("flat: nova shape, no limit", "1.36", nova50.replace("&limit=50", "")),
+            (
+                "flat: nova shape + sort=spread:VCPU, no limit",
+                "1.48",
+                nova50.replace("&limit=50", "") + "&sort=spread:VCPU",
             ),
         ]
     if scenario != "wide":
@@ -382,6 +398,11 @@ def own_queries(scenario, wide_hosts=20):
                     f"wide: {groups} groups, same_subtree=1,!2, {said}",
                     "1.43",
                     each + "&same_subtree=1,!2" + limit,
+                ),
+                (
+                    f"wide: {groups} groups, isolate, per_root=1, {said}",
+                    "1.48",
+                    each + "&group_policy=isolate&per_root=1" + limit,
                 ),
             ]
     return found

@@ -165,10 +165,27 @@ def _ranked(
     the first ``limit`` (or max_allocation_candidates) in rank order. The
     cap bounds the answer, not the walk: ranking weighs every candidate
     that could come first."""
-    found = _search(conn, wanted, settings, answer_only=True)
-    tally = merge.Tally()
-    bounds = [n for n in (wanted.limit or 0, settings.max_candidates) if n > 0]
-    slots, ranked = merge.ranked(wanted, found, min(bounds, default=0), rng, tally)
+    limits = [n for n in (wanted.limit or 0, settings.max_candidates) if n > 0]
+    needed = min(limits, default=0)
+    # Under a limit the search reads the best trees first (their bounds
+    # known from the whole cloud's usage), a quarter more than needed, and
+    # reads more only while the best tree it left out could still give a
+    # candidate before the answer's last: as many as the first ones' yield
+    # says give enough (twice as many when they gave enough, but a tree
+    # left out ties), then every tree.
+    first = needed + needed // 4 + 1 if needed else None
+    found = _search(conn, wanted, settings, answer_only=True, ranked_first=first)
+    while True:
+        tally = merge.Tally()
+        slots, ranked = merge.ranked(wanted, found, needed, rng, tally)
+        if found.next_bound is None or rank.beyond(found.next_bound, ranked.last, rng):
+            break
+        assert first is not None  # a search of every tree leaves no tree out
+        budget = found.budget  # what the searches before spent counts too
+        got = len(ranked.chosen)
+        first = 2 * first if got >= needed else _wider(first, got, needed)
+        found = search.search(conn, wanted, answer_only=True, ranked_first=first, again=found)
+        found.budget = budget
     providers = render.providers_to_summarise(found, slots, ranked.chosen, version)
     requested = wanted.resource_classes()
     other = summaries.other_inventories(conn, found.world, providers, requested)
@@ -182,9 +199,12 @@ def _search(
     settings: Settings,
     first: int | None = None,
     answer_only: bool = False,
+    ranked_first: int | None = None,
 ) -> Found:
     """search.search, with the request's budget of walk steps."""
-    found = search.search(conn, wanted, first=first, answer_only=answer_only)
+    found = search.search(
+        conn, wanted, first=first, answer_only=answer_only, ranked_first=ranked_first
+    )
     found.budget = model.Budget(settings.budget)
     return found
 

@@ -148,3 +148,8 @@ class Found:
     # sort= classes (1.48) -> root -> (capacity, used) of the tree's
     # inventories of the class (rank.fills)
     fills: dict[str, dict[int, tuple[float, int]]] = field(default_factory=dict)
+    # A ranked search of the best trees only (search.search's ``ranked_first``):
+    # (bound, root) of the best tree it left out (rank.Bound), else None.
+    next_bound: Any = None
+    # ... and every anchor's (bound, root), for a wider search to choose from
+    placed: Any = None

@@ -38,8 +38,10 @@ candidates may have another tree's root) is ranked whole.
 
 from __future__ import annotations
 
+import heapq
+import math
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from placement_svc.candidates.model import Found
@@ -47,8 +49,9 @@ from placement_svc.candidates.request import Ranking
 from placement_svc.candidates.walk import Assignment, Slot, Walk
 
 _NONE: frozenset[str] = frozenset()
-# Where a sort key puts a tree with no capacity of its class: after any number.
-_NO_CAPACITY = (1, 0.0)
+# Where a sort key puts a tree with no capacity of its class: after any
+# fraction, spread or pack (a place is a flat tuple of numbers: quick to compare).
+_NO_CAPACITY = math.inf
 
 
 class Rank(NamedTuple):
@@ -68,7 +71,12 @@ class _Ranker:
         self.providers, self.sharing = found.providers, found.sharing
         self.traits, self.aggregates = found.traits, found.aggregates
         self.allocating = [index for index, slot in enumerate(slots) if slot.amounts]
+        self.ranking = ranking
         self.prefer, self.members = ranking.prefer, ranking.prefer_member_of
+        self.totals: dict[str, int] = {}
+        for slot in slots:
+            for rc, amount in slot.amounts:
+                self.totals[rc] = self.totals.get(rc, 0) + amount
         self.sort: list[tuple[bool, dict[int, tuple[float, int]], list[tuple[int, int]], int]] = []
         for direction, rc in ranking.sort:
             amounts = [
@@ -121,20 +129,39 @@ class _Ranker:
                     taken += amount
             fraction = (capacity - used - taken) / capacity
             keys.append(fraction)
-            place.append((0, -fraction if spread else fraction))
+            place.append(-fraction if spread else fraction)
         return Rank(score, tuple(keys)), tuple(place)
 
-    def bound(self, root: int, members: Iterable[int]) -> tuple[Any, ...]:
-        """The best place any candidate of the tree of ``root`` can have,
-        in a cloud without sharing providers: every candidate of the tree
-        has that root and allocates from the tree's providers alone, so its
-        sort keys are the tree's, and its score at most what every trait of
-        the tree's providers would give."""
+
+class Bounds:
+    """The best place any candidate of a tree can have, in a cloud without
+    sharing providers: every candidate of the tree has its root and
+    allocates from its providers alone, so its sort keys are the tree's
+    (it takes all it asks of each class from the tree), and its score is
+    at most what every trait of the tree's providers would give."""
+
+    def __init__(
+        self,
+        ranking: Ranking,
+        totals: dict[str, int],
+        traits: Mapping[int, frozenset[str]],
+        aggregates: Mapping[int, frozenset[str]],
+        fills: Mapping[str, Mapping[int, tuple[float, int]]],
+        members: Callable[[int], Iterable[int]],
+    ) -> None:
+        self.prefer, self.members = ranking.prefer, ranking.prefer_member_of
+        self.traits, self.aggregates, self.of = traits, aggregates, members
+        self.sort = [
+            (direction == "spread", fills.get(rc, {}), totals.get(rc, 0))
+            for direction, rc in ranking.sort
+        ]
+
+    def __call__(self, root: int) -> tuple[Any, ...]:
         score = 0
         if self.prefer:
             traits = self.traits
             held: set[str] = set()
-            for pid in members:
+            for pid in self.of(root):
                 held.update(traits.get(pid, _NONE))
             for trait, negated, weight in self.prefer:
                 if negated or trait in held:
@@ -145,22 +172,65 @@ class _Ranker:
                 if aggregate in aggregates:
                     score += weight
         place: list[Any] = [-score]
-        for spread, fill, _amounts, total in self.sort:
+        for spread, fill, total in self.sort:
             filled = fill.get(root)
             if filled is None or filled[0] <= 0:
                 place.append(_NO_CAPACITY)
                 continue
             capacity, used = filled
-            # Exact: every candidate of the tree takes all it asks of the
-            # class from the tree's own providers.
             fraction = (capacity - used - total) / capacity
-            place.append((0, -fraction if spread else fraction))
+            place.append(-fraction if spread else fraction)
         return tuple(place)
+
+    def placed(self, roots: Iterable[int]) -> list[Bound]:
+        """(bound, root) of each root: a loop of its own for the commonest
+        ranking, one sort key and no preference (a tenth of a microsecond a
+        tree instead of a microsecond: every tree of the cloud is bounded)."""
+        if self.prefer or self.members or len(self.sort) != 1:
+            return [(self(root), root) for root in roots]
+        ((spread, fill, total),) = self.sort
+        sign = -1.0 if spread else 1.0
+        none = (0, _NO_CAPACITY)
+        found: list[Bound] = []
+        add = found.append
+        get = fill.get
+        for root in roots:
+            filled = get(root)
+            if filled is None or filled[0] <= 0:
+                add((none, root))
+            else:
+                capacity, used = filled
+                add(((0, sign * ((capacity - used - total) / capacity)), root))
+        return found
+
+
+def totals(groups: Iterable[Any]) -> dict[str, int]:
+    """class -> the whole amount a request's groups ask of it."""
+    asked: dict[str, int] = {}
+    for group in groups:
+        for rc, amount in group.resources.items():
+            asked[rc] = asked.get(rc, 0) + amount
+    return asked
+
+
+def best_first(placed: list[Bound], most: int | None = None) -> list[Bound]:
+    """``placed`` ((bound, root) of each root: Bounds.placed), best first
+    (ties: lower root first, the answer's order); with ``most``, only the
+    first ``most`` of them. ``placed`` is left as it is."""
+    if most is not None and most < len(placed) // 8:
+        return heapq.nsmallest(most, placed)
+    placed = sorted(placed)
+    return placed if most is None else placed[:most]
+
+
+# A tree's best place and its root.
+Bound = tuple[tuple[Any, ...], int]
 
 
 class Ranked(NamedTuple):
     chosen: list[Assignment]
     ranks: list[Rank]
+    last: tuple[Any, ...] | None  # the place of the last one, when the answer is full
 
 
 def ranked(
@@ -188,7 +258,8 @@ def ranked(
         entries = _per_root(ranker, entries, ranking.per_root)
     if needed:
         entries = entries[:needed]
-    return Ranked([entry[1] for entry in entries], [entry[2] for entry in entries])
+    last = entries[-1][0] if needed and len(entries) == needed else None
+    return Ranked([entry[1] for entry in entries], [entry[2] for entry in entries], last)
 
 
 # (place, tie break) of a candidate, the candidate, its Rank
@@ -243,14 +314,22 @@ def _bounded(
     """The candidates that may be among the first ``needed`` (per_root
     applied per tree): trees best bound first, each walked until no later
     candidate of it could be kept. No sharing providers: every candidate of
-    a tree has its root."""
-    members = _members(found)
-    bounds = [(ranker.bound(root, members(root)), index, root) for index, root in enumerate(roots)]
-    bounds.sort(key=lambda each: (each[0], each[1]))
+    a tree has its root. A candidate's tie break is (its root, its place in
+    its tree's walk): the answer's order, and the same whichever trees a
+    search read (find.py widens a search of the best trees until the next
+    tree's bound comes after the last candidate kept)."""
+    bounds = Bounds(
+        ranker.ranking,
+        ranker.totals,
+        found.traits,
+        found.aggregates,
+        found.fills,
+        _members(found),
+    )
     kept: list[_Entry] = []
     worst: tuple[Any, ...] | None = None  # the needed-th place kept (or later)
-    for bound, index, root in bounds:
-        if worst is not None and (*bound, _floor(rng, index, 0)) > worst:
+    for bound, root in best_first(bounds.placed(roots)):
+        if worst is not None and (*bound, _floor(rng, root, 0)) > worst:
             break  # no candidate of this tree or of any after it can be kept
         here: list[_Entry] = []
         here_worst: tuple[Any, ...] | None = None  # the per_root-th of this tree
@@ -258,14 +337,14 @@ def _bounded(
         for seq, assigned in enumerate(walk.tree(root)):
             gave = True
             rank, place = ranker.rank(assigned)
-            here.append(((*place, _tie(rng, index, seq)), assigned, rank))
+            here.append(((*place, _tie(rng, root, seq)), assigned, rank))
             if per_root is not None and (
                 len(here) >= 2 * per_root or (here_worst is None and len(here) == per_root)
             ):
                 here.sort(key=_first)
                 del here[per_root:]
                 here_worst = here[-1][0]
-            later = (*bound, _floor(rng, index, seq + 1))  # no later candidate comes before
+            later = (*bound, _floor(rng, root, seq + 1))  # no later candidate comes before
             if (here_worst is not None and later > here_worst) or (
                 worst is not None and later > worst
             ):
@@ -281,6 +360,14 @@ def _bounded(
             del kept[needed:]
             worst = kept[-1][0]
     return kept
+
+
+def beyond(bound: Bound, last: tuple[Any, ...] | None, rng: random.Random | None) -> bool:
+    """Whether no candidate of the tree of ``bound`` (or of any tree with a
+    later bound) can come before ``last``, the place of an answer's last
+    candidate (None: the answer is short, anything can)."""
+    place, root = bound
+    return last is not None and (*place, _floor(rng, root, 0)) > last
 
 
 def _floor(rng: random.Random | None, tree: int, seq: int) -> tuple[float, ...]:

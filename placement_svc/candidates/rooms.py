@@ -46,14 +46,21 @@ def window(
     the last of those anchors; None when there are no more anchors than
     that. Besides those anchors, the trees of the sharing providers. Pure."""
     trees = shape.trees(frozenset(wanted))
+    found = anchors(shape, request, wanted)
+    if len(found) <= first:
+        return None
+    roots = set(found[:first])
+    roots.update(shape.providers[pid].root_id for pid in trees.sharing)
+    return roots, found[first - 1]
+
+
+def anchors(shape: world.World, request: Request, wanted: dict[int, tuple[str, int]]) -> list[int]:
+    """The roots, in id order, of the trees holding a wanted class that
+    pass the request's rules of the root (kept per world). Pure."""
+    trees = shape.trees(frozenset(wanted))
     rules = eligibility.root_rules(request, shape.traits, shape.aggregates)
     key = ("anchors", frozenset(wanted), eligibility.asked(rules))
-    anchors = shape.remember(key, lambda: eligibility.passing(rules, trees.roots))
-    if len(anchors) <= first:
-        return None
-    roots = set(anchors[:first])
-    roots.update(shape.providers[pid].root_id for pid in trees.sharing)
-    return roots, anchors[first - 1]
+    return shape.remember(key, lambda: eligibility.passing(rules, trees.roots))
 
 
 def found(

@@ -19,12 +19,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.candidates import rooms, world
+from placement_svc.candidates import rank, rooms, world
 from placement_svc.candidates.model import Found, UnknownNames
 from placement_svc.candidates.request import Request
 from placement_svc.db import names, tables
 
 ALLOC = tables.allocations
+# A ranked search reads the usage of at most this many providers by id (an
+# IN list); of more, of every provider.
+USED_OF_AT_MOST = 4000
 
 
 def search(
@@ -33,6 +36,8 @@ def search(
     worlds: world.Worlds | None = None,
     first: int | None = None,
     answer_only: bool = False,
+    ranked_first: int | None = None,
+    again: Found | None = None,
 ) -> Found:
     """What the request's groups could use, from the shape of the cloud this
     process keeps for the database (``worlds``; by default the one kept for
@@ -46,6 +51,13 @@ def search(
     of the whole answer.
 
     ``answer_only``: the Found is for the answer only (see rooms.found).
+
+    ``ranked_first`` (a ranked request, 1.48): only the ``ranked_first``
+    anchors whose trees could hold the best candidates (rank.Bounds, on
+    the usage of the whole cloud) are searched, when there are more and
+    no sharing provider serves the request's classes; the Found's
+    ``next_bound`` is then the bound of the best tree left out. ``again``:
+    the Found of that search, when this one is a wider one.
     """
     shape = (worlds or world.of(conn.engine)).current(conn)
     trait_ids = _ids(shape.all_traits, request.trait_names(), conn, names.trait_ids)
@@ -66,6 +78,10 @@ def search(
         known = rooms.unservable(shape, request, wanted, beyond)
         if known is not None:
             return known
+    if ranked_first is not None and request.ranking is not None:
+        return _ranked_window(
+            conn, shape, request, wanted, beyond, sort_ids, ranked_first, answer_only, again
+        )
     cut = None if first is None else rooms.window(shape, request, wanted, first)
     in_range = None if cut is None else rooms.id_range(shape, cut[0])
     # The sort keys' classes in the same read: a class sorted by need not be asked for.
@@ -73,6 +89,62 @@ def search(
     found = rooms.found(shape, request, wanted, used, cut, beyond, answer_only)
     if sort_ids:
         found.fills = rooms.fills(shape.providers, shape.stock, sort_ids, used)
+    return found
+
+
+def _ranked_window(
+    conn: Connection,
+    shape: world.World,
+    request: Request,
+    wanted: dict[int, tuple[str, int]],
+    beyond: dict[int, tuple[str, int]],
+    sort_ids: dict[str, int],
+    first: int,
+    answer_only: bool,
+    again: Found | None,
+) -> Found:
+    """search's ``ranked_first``: the usage of the whole cloud read (the
+    trees' bounds need it), the room of the best trees' alone worked out.
+    ``again``: the Found of a narrower search of the same request, in the
+    same transaction, whose usage and bounds serve again."""
+    assert request.ranking is not None
+    classes = sorted({*wanted, *beyond})
+    if shape.trees(frozenset(wanted)).sharing:  # ranked whole (rank.py)
+        used = used_amounts(conn, sorted({*classes, *sort_ids.values()}))
+        found = rooms.found(shape, request, wanted, used, None, beyond, answer_only)
+        found.fills = rooms.fills(shape.providers, shape.stock, sort_ids, used)
+        return found
+    members = shape.members
+    if again is not None and again.world is shape and again.next_bound is not None:
+        fills, placed = again.fills, again.placed  # a wider search of the same request
+    else:
+        # The sort classes' usage of every tree, for the bounds; the requested
+        # classes' usage of the trees searched, once they are chosen.
+        sorted_used = used_amounts(conn, sorted(sort_ids.values()))
+        fills = rooms.fills(shape.providers, shape.stock, sort_ids, sorted_used)
+        bounds = rank.Bounds(
+            request.ranking,
+            rank.totals(request.groups.values()),
+            shape.traits,
+            shape.aggregates,
+            fills,
+            lambda root: members.get(root, ()),
+        )
+        placed = bounds.placed(rooms.anchors(shape, request, wanted))
+    order = rank.best_first(placed, first + 1)
+    cut = None
+    if len(order) > first:
+        best = {root for _bound, root in order[:first]}
+        cut = (best, max(best))
+    searched = [] if cut is None else [pid for root in cut[0] for pid in members.get(root, ())]
+    if cut is None or len(searched) > USED_OF_AT_MOST:
+        used = used_amounts(conn, classes)
+    else:
+        used = used_of(conn, classes, searched)
+    found = rooms.found(shape, request, wanted, used, cut, beyond, answer_only)
+    found.fills = fills
+    if cut is not None:
+        found.next_bound, found.placed = order[first], placed
     return found
 
 
@@ -119,6 +191,18 @@ def used_amounts(
     return used
 
 
+def used_of(conn: Connection, rc_ids: list[int], providers: list[int]) -> dict[int, dict[int, int]]:
+    """``used_amounts`` of these providers alone (the trees a ranked search
+    chose, scattered over the cloud's ids): one grouped read."""
+    used: dict[int, dict[int, int]] = {rc_id: {} for rc_id in rc_ids}
+    if not rc_ids or not providers:
+        return used
+    rows = conn.execute(_USED_OF, {"classes": rc_ids, "providers": providers})
+    for pid, rc_id, amount in rows.all():
+        used[rc_id][pid] = int(amount)
+    return used
+
+
 def _used_statement(in_range: bool) -> sa.Select[Any]:
     """used_amounts' read, built once (every candidates request runs it)."""
     stmt = sa.select(
@@ -135,3 +219,15 @@ def _used_statement(in_range: bool) -> sa.Select[Any]:
 
 _USED = _used_statement(in_range=False)
 _USED_IN_RANGE = _used_statement(in_range=True)
+_USED_OF = (
+    sa.select(
+        ALLOC.c.resource_provider_id,
+        ALLOC.c.resource_class_id,
+        sa.func.sum(ALLOC.c.used),
+    )
+    .where(
+        ALLOC.c.resource_class_id.in_(sa.bindparam("classes", expanding=True)),
+        ALLOC.c.resource_provider_id.in_(sa.bindparam("providers", expanding=True)),
+    )
+    .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+)
