@@ -68,7 +68,7 @@ def call(application, path: str, query: str) -> bytes:
         PATH_INFO=path,
         QUERY_STRING=query,
         HTTP_X_AUTH_TOKEN="admin",
-        HTTP_OPENSTACK_API_VERSION=os.environ.get("PV", "placement 1.39"),
+        HTTP_OPENSTACK_API_VERSION="placement 1.39",
     )
     answered = []
     body = b"".join(application(environ, lambda status, headers, exc=None: answered.append(status)))
