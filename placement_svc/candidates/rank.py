@@ -41,7 +41,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from placement_svc.candidates.model import Found
@@ -144,63 +144,67 @@ class Bounds:
         self,
         ranking: Ranking,
         totals: dict[str, int],
-        traits: Mapping[int, frozenset[str]],
+        held: Mapping[int, Collection[str]],
         aggregates: Mapping[int, frozenset[str]],
         fills: Mapping[str, Mapping[int, tuple[float, int]]],
-        members: Callable[[int], Iterable[int]],
     ) -> None:
-        self.prefer, self.members = ranking.prefer, ranking.prefer_member_of
-        self.traits, self.aggregates, self.of = traits, aggregates, members
+        """``held``: root -> every trait some provider of its tree has (read
+        only when the ranking prefers a trait)."""
+        self.positive = [(trait, w) for trait, negated, w in ranking.prefer if not negated]
+        # A !TRAIT may hold for some candidate of any tree: its weight always counts.
+        self.fixed = sum(w for _trait, negated, w in ranking.prefer if negated)
+        self.members = ranking.prefer_member_of
+        self.held, self.aggregates = held, aggregates
         self.sort = [
-            (direction == "spread", fills.get(rc, {}), totals.get(rc, 0))
+            (-1.0 if direction == "spread" else 1.0, fills.get(rc, {}), totals.get(rc, 0))
             for direction, rc in ranking.sort
         ]
 
     def __call__(self, root: int) -> tuple[Any, ...]:
-        score = 0
-        if self.prefer:
-            traits = self.traits
-            held: set[str] = set()
-            for pid in self.of(root):
-                held.update(traits.get(pid, _NONE))
-            for trait, negated, weight in self.prefer:
-                if negated or trait in held:
-                    score += weight
-        if self.members:
-            aggregates = self.aggregates.get(root, _NONE)
-            for aggregate, weight in self.members:
-                if aggregate in aggregates:
-                    score += weight
-        place: list[Any] = [-score]
-        for spread, fill, total in self.sort:
-            filled = fill.get(root)
-            if filled is None or filled[0] <= 0:
-                place.append(_NO_CAPACITY)
-                continue
-            capacity, used = filled
-            fraction = (capacity - used - total) / capacity
-            place.append(-fraction if spread else fraction)
-        return tuple(place)
+        return self.placed((root,))[0][0]
 
     def placed(self, roots: Iterable[int]) -> list[Bound]:
-        """(bound, root) of each root: a loop of its own for the commonest
-        ranking, one sort key and no preference (a tenth of a microsecond a
-        tree instead of a microsecond: every tree of the cloud is bounded)."""
-        if self.prefer or self.members or len(self.sort) != 1:
-            return [(self(root), root) for root in roots]
-        ((spread, fill, total),) = self.sort
-        sign = -1.0 if spread else 1.0
-        none = (0, _NO_CAPACITY)
+        """(bound, root) of each root: one loop, every tree of the cloud is
+        bounded (a tenth of a microsecond a tree for one sort key and no
+        preference)."""
         found: list[Bound] = []
         add = found.append
-        get = fill.get
+        if not (self.positive or self.members) and len(self.sort) == 1:
+            ((sign, fill, total),) = self.sort
+            none = (-self.fixed, _NO_CAPACITY)
+            score = -self.fixed
+            get = fill.get
+            for root in roots:
+                filled = get(root)
+                if filled is None or filled[0] <= 0:
+                    add((none, root))
+                else:
+                    capacity, used = filled
+                    add(((score, sign * ((capacity - used - total) / capacity)), root))
+            return found
+        positive, members, fixed = self.positive, self.members, self.fixed
+        held_of, aggregates_of = self.held, self.aggregates
         for root in roots:
-            filled = get(root)
-            if filled is None or filled[0] <= 0:
-                add((none, root))
-            else:
-                capacity, used = filled
-                add(((0, sign * ((capacity - used - total) / capacity)), root))
+            score = fixed
+            if positive:
+                held = held_of.get(root, _NONE)
+                for trait, weight in positive:
+                    if trait in held:
+                        score += weight
+            if members:
+                aggregates = aggregates_of.get(root, _NONE)
+                for aggregate, weight in members:
+                    if aggregate in aggregates:
+                        score += weight
+            place: list[Any] = [-score]
+            for sign, fill, total in self.sort:
+                filled = fill.get(root)
+                if filled is None or filled[0] <= 0:
+                    place.append(_NO_CAPACITY)
+                else:
+                    capacity, used = filled
+                    place.append(sign * ((capacity - used - total) / capacity))
+            add((tuple(place), root))
         return found
 
 
@@ -318,14 +322,14 @@ def _bounded(
     its tree's walk): the answer's order, and the same whichever trees a
     search read (find.py widens a search of the best trees until the next
     tree's bound comes after the last candidate kept)."""
-    bounds = Bounds(
-        ranker.ranking,
-        ranker.totals,
-        found.traits,
-        found.aggregates,
-        found.fills,
-        _members(found),
-    )
+    members, traits = _members(found), found.traits
+    held: dict[int, set[str]] = {}
+    if ranker.ranking.prefer:
+        for root in roots:
+            held[root] = set()
+            for pid in members(root):
+                held[root].update(traits.get(pid, _NONE))
+    bounds = Bounds(ranker.ranking, ranker.totals, held, found.aggregates, found.fills)
     kept: list[_Entry] = []
     worst: tuple[Any, ...] | None = None  # the needed-th place kept (or later)
     for bound, root in best_first(bounds.placed(roots)):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, NamedTuple
 
 from placement_svc.candidates import eligibility, world
@@ -321,3 +322,45 @@ def fills(
             per_root[root] = (capacity + held.capacity, taken + used_of.get(held.provider, 0))
         found[name] = per_root
     return found
+
+
+def kept_fills(
+    shape: world.World, classes: dict[str, int], used: dict[int, dict[int, int]]
+) -> dict[str, dict[int, tuple[float, int]]]:
+    """``fills`` of the whole cloud, the trees' capacities summed once per
+    shape (in provider id order, as ``fills`` sums them) and only the used
+    amounts added up per request. Pure."""
+
+    def roots() -> dict[int, int]:
+        return {pid: provider.root_id for pid, provider in shape.providers.items()}
+
+    def capacities(rc_id: int) -> dict[int, tuple[float, int]]:
+        return fills(shape.providers, shape.stock, {"": rc_id}, {})[""]
+
+    def holders(rc_id: int) -> frozenset[int]:
+        return frozenset(shape.stock_ids.get(rc_id, ()))
+
+    root_of = shape.remember("root of", roots)
+    found: dict[str, dict[int, tuple[float, int]]] = {}
+    for name, rc_id in classes.items():
+        capacity = shape.remember(("capacity by root", rc_id), partial(capacities, rc_id))
+        held = shape.remember(("holders", rc_id), partial(holders, rc_id))
+        taken: dict[int, int] = {}
+        for pid, amount in used.get(rc_id, {}).items():
+            if pid in held:
+                root = root_of[pid]
+                taken[root] = taken.get(root, 0) + amount
+        found[name] = {root: (summed, taken.get(root, 0)) for root, (summed, _) in capacity.items()}
+    return found
+
+
+def tree_traits(shape: world.World) -> dict[int, frozenset[str]]:
+    """root -> every trait some provider of its tree has (kept per shape). Pure."""
+
+    def union() -> dict[int, frozenset[str]]:
+        found: dict[int, set[str]] = {}
+        for pid, provider in shape.providers.items():
+            found.setdefault(provider.root_id, set()).update(shape.traits.get(pid, ()))
+        return {root: frozenset(traits) for root, traits in found.items()}
+
+    return shape.remember("tree traits", union)

@@ -121,14 +121,14 @@ def _ranked_window(
         # The sort classes' usage of every tree, for the bounds; the requested
         # classes' usage of the trees searched, once they are chosen.
         sorted_used = used_amounts(conn, sorted(sort_ids.values()))
-        fills = rooms.fills(shape.providers, shape.stock, sort_ids, sorted_used)
+        fills = rooms.kept_fills(shape, sort_ids, sorted_used)
+        held = rooms.tree_traits(shape) if request.ranking.prefer else {}
         bounds = rank.Bounds(
             request.ranking,
             rank.totals(request.groups.values()),
-            shape.traits,
+            held,
             shape.aggregates,
             fills,
-            lambda root: members.get(root, ()),
         )
         placed = bounds.placed(rooms.anchors(shape, request, wanted))
     order = rank.best_first(placed, first + 1)
