@@ -170,11 +170,12 @@ def _ranked(
     # Under a limit the search reads the best trees first (their bounds
     # known from the whole cloud's usage), a quarter more than needed, and
     # reads more only while the best tree it left out could still give a
-    # candidate before the answer's last: as many as the first ones' yield
-    # says give enough (twice as many when they gave enough, but a tree
-    # left out ties), then every tree.
+    # candidate before the answer's last: once as many as the first ones'
+    # yield says give enough (twice as many when they gave enough but a
+    # tree left out could still come first), then every tree.
     first = needed + needed // 4 + 1 if needed else None
     found = _search(conn, wanted, settings, answer_only=True, ranked_first=first)
+    widened = False
     while True:
         tally = merge.Tally()
         slots, ranked = merge.ranked(wanted, found, needed, rng, tally)
@@ -183,7 +184,11 @@ def _ranked(
         assert first is not None  # a search of every tree leaves no tree out
         budget = found.budget  # what the searches before spent counts too
         got = len(ranked.chosen)
-        first = 2 * first if got >= needed else _wider(first, got, needed)
+        if widened:
+            first = None
+        else:
+            first = 2 * first if got >= needed else _wider(first, got, needed)
+        widened = True
         found = search.search(conn, wanted, answer_only=True, ranked_first=first, again=found)
         found.budget = budget
     providers = render.providers_to_summarise(found, slots, ranked.chosen, version)

@@ -151,5 +151,6 @@ class Found:
     # A ranked search of the best trees only (search.search's ``ranked_first``):
     # (bound, root) of the best tree it left out (rank.Bound), else None.
     next_bound: Any = None
-    # ... and every anchor's (bound, root), for a wider search to choose from
-    placed: Any = None
+    # ... and every anchor's (bound, root) and the sort classes' usage it
+    # read, for a wider search of the same request to start from
+    ranking_read: Any = None

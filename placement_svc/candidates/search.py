@@ -78,7 +78,7 @@ def search(
         known = rooms.unservable(shape, request, wanted, beyond)
         if known is not None:
             return known
-    if ranked_first is not None and request.ranking is not None:
+    if request.ranking is not None and (ranked_first is not None or again is not None):
         return _ranked_window(
             conn, shape, request, wanted, beyond, sort_ids, ranked_first, answer_only, again
         )
@@ -99,14 +99,15 @@ def _ranked_window(
     wanted: dict[int, tuple[str, int]],
     beyond: dict[int, tuple[str, int]],
     sort_ids: dict[str, int],
-    first: int,
+    first: int | None,
     answer_only: bool,
     again: Found | None,
 ) -> Found:
-    """search's ``ranked_first``: the usage of the whole cloud read (the
-    trees' bounds need it), the room of the best trees' alone worked out.
-    ``again``: the Found of a narrower search of the same request, in the
-    same transaction, whose usage and bounds serve again."""
+    """search's ``ranked_first``: the usage of the sort classes of the whole
+    cloud read (the trees' bounds need it), the room of the ``first`` best
+    trees alone worked out (None: every tree's). ``again``: the Found of a
+    narrower search of the same request, in the same transaction, whose
+    usage and bounds serve again."""
     assert request.ranking is not None
     classes = sorted({*wanted, *beyond})
     if shape.trees(frozenset(wanted)).sharing:  # ranked whole (rank.py)
@@ -115,11 +116,13 @@ def _ranked_window(
         found.fills = rooms.fills(shape.providers, shape.stock, sort_ids, used)
         return found
     members = shape.members
-    if again is not None and again.world is shape and again.next_bound is not None:
-        fills, placed = again.fills, again.placed  # a wider search of the same request
+    if again is not None and again.world is shape and again.ranking_read is not None:
+        fills = again.fills  # a wider search of the same request
+        placed, sorted_used = again.ranking_read
     else:
         # The sort classes' usage of every tree, for the bounds; the requested
-        # classes' usage of the trees searched, once they are chosen.
+        # classes' usage of the trees searched, once they are chosen (the
+        # same read when every requested class is sorted by).
         sorted_used = used_amounts(conn, sorted(sort_ids.values()))
         fills = rooms.kept_fills(shape, sort_ids, sorted_used)
         held = rooms.tree_traits(shape) if request.ranking.prefer else {}
@@ -131,20 +134,25 @@ def _ranked_window(
             fills,
         )
         placed = bounds.placed(rooms.anchors(shape, request, wanted))
-    order = rank.best_first(placed, first + 1)
     cut = None
-    if len(order) > first:
-        best = {root for _bound, root in order[:first]}
-        cut = (best, max(best))
+    order: list[rank.Bound] = []
+    if first is not None:
+        order = rank.best_first(placed, first + 1)
+        if len(order) > first:
+            best = {root for _bound, root in order[:first]}
+            cut = (best, max(best))
     searched = [] if cut is None else [pid for root in cut[0] for pid in members.get(root, ())]
-    if cut is None or len(searched) > USED_OF_AT_MOST:
+    if set(classes) <= set(sort_ids.values()):
+        used = sorted_used
+    elif cut is None or len(searched) > USED_OF_AT_MOST:
         used = used_amounts(conn, classes)
     else:
         used = used_of(conn, classes, searched)
     found = rooms.found(shape, request, wanted, used, cut, beyond, answer_only)
     found.fills = fills
     if cut is not None:
-        found.next_bound, found.placed = order[first], placed
+        found.next_bound = order[-1]
+        found.ranking_read = (placed, sorted_used)
     return found
 
 
