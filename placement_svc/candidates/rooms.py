@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, NamedTuple
 
-from placement_svc.candidates import eligibility, world
+from placement_svc.candidates import eligibility, rank, world
 from placement_svc.candidates.model import Found, Room
 from placement_svc.candidates.request import Request
 from placement_svc.db import tables
@@ -364,3 +364,35 @@ def tree_traits(shape: world.World) -> dict[int, frozenset[str]]:
         return {root: frozenset(traits) for root, traits in found.items()}
 
     return shape.remember("tree traits", union)
+
+
+def bounded(
+    shape: world.World,
+    request: Request,
+    wanted: dict[int, tuple[str, int]],
+    fills: dict[str, dict[int, tuple[float, int]]],
+) -> list[rank.Bound]:
+    """(bound, root) of every anchor of a ranked request (1.48), in id
+    order: the best place a candidate of its tree can have (rank.Bounds).
+    Pure."""
+    assert request.ranking is not None
+    held = tree_traits(shape) if request.ranking.prefer else {}
+    bounds = rank.Bounds(
+        request.ranking, rank.totals(request.groups.values()), held, shape.aggregates, fills
+    )
+    return bounds.placed(anchors(shape, request, wanted))
+
+
+def ranked_window(
+    placed: list[rank.Bound], first: int | None
+) -> tuple[tuple[set[int], int] | None, rank.Bound | None]:
+    """The cut (as ``window``'s) of a ranked search of the ``first`` best
+    trees of ``placed`` and the bound of the best tree it leaves out; (None,
+    None) for every tree (``first`` None, or no more trees than that). Pure."""
+    if first is None:
+        return None, None
+    order = rank.best_first(placed, first + 1)
+    if len(order) <= first:
+        return None, None
+    best = {root for _bound, root in order[:first]}
+    return (best, max(best)), order[first]

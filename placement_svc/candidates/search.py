@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.candidates import rank, rooms, world
+from placement_svc.candidates import rooms, world
 from placement_svc.candidates.model import Found, UnknownNames
 from placement_svc.candidates.request import Request
 from placement_svc.db import names, tables
@@ -125,22 +125,8 @@ def _ranked_window(
         # same read when every requested class is sorted by).
         sorted_used = used_amounts(conn, sorted(sort_ids.values()))
         fills = rooms.kept_fills(shape, sort_ids, sorted_used)
-        held = rooms.tree_traits(shape) if request.ranking.prefer else {}
-        bounds = rank.Bounds(
-            request.ranking,
-            rank.totals(request.groups.values()),
-            held,
-            shape.aggregates,
-            fills,
-        )
-        placed = bounds.placed(rooms.anchors(shape, request, wanted))
-    cut = None
-    order: list[rank.Bound] = []
-    if first is not None:
-        order = rank.best_first(placed, first + 1)
-        if len(order) > first:
-            best = {root for _bound, root in order[:first]}
-            cut = (best, max(best))
+        placed = rooms.bounded(shape, request, wanted, fills)
+    cut, next_bound = rooms.ranked_window(placed, first)
     searched = [] if cut is None else [pid for root in cut[0] for pid in members.get(root, ())]
     if set(classes) <= set(sort_ids.values()):
         used = sorted_used
@@ -151,7 +137,7 @@ def _ranked_window(
     found = rooms.found(shape, request, wanted, used, cut, beyond, answer_only)
     found.fills = fills
     if cut is not None:
-        found.next_bound = order[-1]
+        found.next_bound = next_bound
         found.ranking_read = (placed, sorted_used)
     return found
 

@@ -318,8 +318,9 @@ def test_the_first_trees_are_read_alone_when_they_give_enough(conn, monkeypatch)
     searched = []
     real = search.search
 
-    def spy(connection, wanted, worlds=None, first=None, answer_only=False):
+    def spy(connection, wanted, worlds=None, first=None, answer_only=False, **ranked):
         assert answer_only  # the answer's own searches
+        assert not any(ranked.values())  # an unranked query: no ranked window
         found = real(connection, wanted, worlds, first, answer_only)
         searched.append((first, found.complete))
         return found
