@@ -55,6 +55,22 @@ class Room(NamedTuple):
         return tuple(lacking)
 
 
+class Fill:
+    """One sort class's capacity and usage per tree (1.48, rank.py), read
+    as ``rooms.fills``' dicts are: ``get(root)`` -> (capacity, used), or
+    None for a tree without the class. Two dicts, not a tuple per tree:
+    a ranked search makes one for every tree of the cloud."""
+
+    __slots__ = ("capacity", "taken")
+
+    def __init__(self, capacity: dict[int, float], taken: dict[int, int]) -> None:
+        self.capacity, self.taken = capacity, taken
+
+    def get(self, root: int, default: Any = None) -> Any:
+        capacity = self.capacity.get(root)
+        return default if capacity is None else (capacity, self.taken.get(root, 0))
+
+
 class SearchBudgetExceeded(Exception):
     """The walks of one request took more steps than its budget allows."""
 

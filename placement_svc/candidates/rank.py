@@ -44,7 +44,7 @@ import random
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from placement_svc.candidates.model import Found
+from placement_svc.candidates.model import Fill, Found
 from placement_svc.candidates.request import Ranking
 from placement_svc.candidates.walk import Assignment, Slot, Walk
 
@@ -146,7 +146,7 @@ class Bounds:
         totals: dict[str, int],
         held: Mapping[int, Collection[str]],
         aggregates: Mapping[int, frozenset[str]],
-        fills: Mapping[str, Mapping[int, tuple[float, int]]],
+        fills: Mapping[str, Any],
     ) -> None:
         """``held``: root -> every trait some provider of its tree has (read
         only when the ranking prefers a trait)."""
@@ -173,6 +173,16 @@ class Bounds:
             ((sign, fill, total),) = self.sort
             none = (-self.fixed, _NO_CAPACITY)
             score = -self.fixed
+            if isinstance(fill, Fill):  # the whole cloud's (rooms.kept_fills)
+                capacity_of, taken_of = fill.capacity.get, fill.taken.get
+                for root in roots:
+                    capacity = capacity_of(root)
+                    if capacity is None or capacity <= 0:
+                        add((none, root))
+                    else:
+                        used = taken_of(root, 0)
+                        add(((score, sign * ((capacity - used - total) / capacity)), root))
+                return found
             get = fill.get
             for root in roots:
                 filled = get(root)

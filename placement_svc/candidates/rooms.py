@@ -16,8 +16,8 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from placement_svc.candidates import eligibility, rank, world
-from placement_svc.candidates.model import Found, Room
-from placement_svc.candidates.request import Request
+from placement_svc.candidates.model import Fill, Found, Room
+from placement_svc.candidates.request import Request, RequestGroup
 from placement_svc.db import tables
 
 # A class id -> (the class as the request names it, its smallest amount asked).
@@ -326,22 +326,23 @@ def fills(
 
 def kept_fills(
     shape: world.World, classes: dict[str, int], used: dict[int, dict[int, int]]
-) -> dict[str, dict[int, tuple[float, int]]]:
-    """``fills`` of the whole cloud, the trees' capacities summed once per
-    shape (in provider id order, as ``fills`` sums them) and only the used
-    amounts added up per request. Pure."""
+) -> dict[str, Any]:
+    """``fills`` of the whole cloud as model.Fill: the trees' capacities
+    summed once per shape (in provider id order, as ``fills`` sums them),
+    only the used amounts added up per request. Pure."""
 
     def roots() -> dict[int, int]:
         return {pid: provider.root_id for pid, provider in shape.providers.items()}
 
-    def capacities(rc_id: int) -> dict[int, tuple[float, int]]:
-        return fills(shape.providers, shape.stock, {"": rc_id}, {})[""]
+    def capacities(rc_id: int) -> dict[int, float]:
+        summed = fills(shape.providers, shape.stock, {"": rc_id}, {})[""]
+        return {root: capacity for root, (capacity, _used) in summed.items()}
 
     def holders(rc_id: int) -> frozenset[int]:
         return frozenset(shape.stock_ids.get(rc_id, ()))
 
     root_of = shape.remember("root of", roots)
-    found: dict[str, dict[int, tuple[float, int]]] = {}
+    found: dict[str, Any] = {}
     for name, rc_id in classes.items():
         capacity = shape.remember(("capacity by root", rc_id), partial(capacities, rc_id))
         held = shape.remember(("holders", rc_id), partial(holders, rc_id))
@@ -350,7 +351,7 @@ def kept_fills(
             if pid in held:
                 root = root_of[pid]
                 taken[root] = taken.get(root, 0) + amount
-        found[name] = {root: (summed, taken.get(root, 0)) for root, (summed, _) in capacity.items()}
+        found[name] = Fill(capacity, taken)
     return found
 
 
@@ -380,7 +381,38 @@ def bounded(
     bounds = rank.Bounds(
         request.ranking, rank.totals(request.groups.values()), held, shape.aggregates, fills
     )
-    return bounds.placed(anchors(shape, request, wanted))
+    return bounds.placed(member_of_anchors(shape, request, anchors(shape, request, wanted)))
+
+
+def member_of_anchors(shape: world.World, request: Request, roots: list[int]) -> list[int]:
+    """Of ``roots``, those whose trees have, for each group with member_of,
+    a provider its member_of allows (eligibility.holders: a provider's own
+    aggregates, and its root's for the unsuffixed group): no other tree can
+    give a candidate, in a cloud without sharing providers. The trees each
+    filter allows are kept per shape. Pure."""
+    for group in request.groups.values():
+        member_of = group.member_of
+        if not member_of:
+            continue
+        key = (
+            "trees member_of allows",
+            group.same_provider,
+            tuple(sorted(tuple(sorted(one)) for one in member_of.any_of)),
+            tuple(sorted(member_of.forbidden)),
+        )
+        able = shape.remember(key, partial(_trees_allowing, shape, group))
+        roots = [root for root in roots if root in able]
+    return roots
+
+
+def _trees_allowing(shape: world.World, group: RequestGroup) -> frozenset[int]:
+    able: set[int] = set()
+    for pid, provider in shape.providers.items():
+        if provider.root_id not in able and eligibility.aggregates_allow(
+            group, eligibility.holders(shape, group, pid)
+        ):
+            able.add(provider.root_id)
+    return frozenset(able)
 
 
 def ranked_window(

@@ -1,7 +1,8 @@
 """The trees' fills of the sort classes (1.48) as a ranked search reads them
 for the whole cloud (rooms.kept_fills: capacities summed once per kept
 shape, used amounts per request) are the fills rooms.fills sums anew, on
-random shapes; and a tree's traits are every trait of its providers."""
+random shapes; a tree's traits are every trait of its providers; and the
+trees member_of allows are those with a provider eligibility allows."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import random
 
 from placement_svc.candidates import rooms, world
 from placement_svc.candidates.model import Provider
+from placement_svc.candidates.request import Request, RequestGroup
+from placement_svc.queryparams import AggregateFilter
 
 
 def random_shape(rng: random.Random) -> world.World:
@@ -44,7 +47,12 @@ def test_kept_fills_are_the_fills_summed_anew():
         for _request in range(3):  # the same shape, other usage: the kept sums serve again
             used = random_used(rng, shape)
             expected = rooms.fills(shape.providers, shape.stock, classes, used)
-            assert rooms.kept_fills(shape, classes, used) == expected
+            kept = rooms.kept_fills(shape, classes, used)
+            assert set(kept) == set(expected)
+            for name, per_root in expected.items():
+                assert set(kept[name].capacity) == set(per_root)
+                for root in [*per_root, -1]:  # -1: a tree without the class
+                    assert kept[name].get(root) == per_root.get(root)
             held_elsewhere += any(
                 pid not in shape.stock_ids.get(rc_id, ()) for rc_id in used for pid in used[rc_id]
             )
@@ -59,3 +67,54 @@ def test_a_trees_traits_are_every_trait_of_its_providers():
         for pid, provider in shape.providers.items():
             expected.setdefault(provider.root_id, set()).update(shape.traits[pid])
         assert rooms.tree_traits(shape) == {root: frozenset(t) for root, t in expected.items()}
+
+
+def test_the_trees_member_of_allows_have_a_provider_the_group_may_use():
+    """A tree passes a group's member_of when one of its providers is in an
+    aggregate of every in: list (by its own aggregates alone, or, for the
+    unsuffixed group, by its root's alone) and neither it nor (unsuffixed)
+    its root is in a forbidden one: what eligibility asks of a provider."""
+    rng = random.Random(1481)
+    aggregates = ["a1", "a2", "a3", "a4"]
+    kept = cut = 0
+    for _ in range(200):
+        shape = random_shape(rng)
+        for pid in shape.providers:
+            shape.aggregates[pid] = frozenset(rng.sample(aggregates, rng.randint(0, 2)))
+        any_of = [frozenset(rng.sample(aggregates, rng.randint(1, 2))) for _ in range(2)]
+        any_of = any_of[: rng.randint(0, 2)]
+        forbidden = set(rng.sample(aggregates, rng.randint(0, 1)))
+        if not any_of and not forbidden:
+            continue
+        suffix = rng.choice(["", "_G"])
+        request = Request(
+            groups={
+                suffix: RequestGroup(
+                    suffix, {"VCPU": 1}, member_of=AggregateFilter(any_of, forbidden)
+                )
+            }
+        )
+        roots = sorted({p.root_id for p in shape.providers.values()})
+
+        expected = [
+            root
+            for root in roots
+            if any(
+                usable(shape, pid, root, suffix, any_of, forbidden)
+                for pid, p in shape.providers.items()
+                if p.root_id == root
+            )
+        ]
+        assert rooms.member_of_anchors(shape, request, roots) == expected
+        kept += len(expected)
+        cut += len(roots) - len(expected)
+    assert kept > 200 and cut > 200
+
+
+def usable(shape, pid: int, root: int, suffix: str, any_of, forbidden) -> bool:
+    """Whether the group of ``suffix`` may use provider ``pid`` of the tree
+    of ``root``, as far as its member_of goes."""
+    own, top = shape.aggregates[pid], shape.aggregates[root]
+    sets = [own] if suffix else [own, top]
+    member = not any_of or any(all(held & one for one in any_of) for held in sets)
+    return member and not any(held & forbidden for held in sets)
