@@ -8,6 +8,7 @@ alone reads no usage at all."""
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 import pytest
 from sqlalchemy import event
@@ -15,6 +16,7 @@ from sqlalchemy import event
 from placement_svc import app
 from placement_svc.db.engine import Database, create_engine
 from tests.support import fixtures
+from tests.support.small_cloud import api_provider
 
 QUERIES = [
     "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10",
@@ -28,26 +30,7 @@ QUERIES = [
 
 
 def _build(client, hosts: int, agg: str) -> None:
-    def provider(name, parent=None, inventory=None, traits=(), aggregates=()):
-        rp_uuid = str(uuid.uuid4())
-        body = {"name": name, "uuid": rp_uuid}
-        if parent:
-            body["parent_provider_uuid"] = parent
-        assert client.post("/resource_providers", json=body).status_code == 200
-        generation = 0
-        for path, payload in (
-            (
-                "inventories",
-                {"inventories": {rc: {"total": t} for rc, t in (inventory or {}).items()}},
-            ),
-            ("traits", {"traits": list(traits)}),
-            ("aggregates", {"aggregates": list(aggregates)}),
-        ):
-            payload["resource_provider_generation"] = generation
-            answer = client.put(f"/resource_providers/{rp_uuid}/{path}", json=payload)
-            assert answer.status_code == 200, answer.text
-            generation = answer.json()["resource_provider_generation"]
-        return rp_uuid
+    provider = partial(api_provider, client)
 
     client.put("/traits/CUSTOM_FAST")
     client.put("/traits/CUSTOM_OFF")

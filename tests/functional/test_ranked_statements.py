@@ -45,6 +45,7 @@ from placement_svc import app
 from placement_svc.db import tables
 from placement_svc.db.engine import Database, create_engine
 from tests.support import databases, fixtures
+from tests.support.small_cloud import api_provider
 
 SIZES = (4, 40)
 SHAPES = ("flat", "nested")
@@ -130,25 +131,7 @@ def _build(client, hosts: int, shape: str) -> tuple[dict[str, int], str]:
     """The cloud; provider uuid -> its host's index (its NUMA nodes' too),
     and the storage's uuid."""
 
-    def provider(name, parent=None, inventory=None, traits=(), aggregates=()):
-        rp_uuid = str(uuid.uuid4())
-        body = {"name": name, "uuid": rp_uuid}
-        if parent:
-            body["parent_provider_uuid"] = parent
-        assert client.post("/resource_providers", json=body).status_code == 200
-        generation = 0
-        for path, payload in (
-            ("inventories", {"inventories": {rc: {"total": t} for rc, t in inventory.items()}}),
-            ("traits", {"traits": list(traits)}),
-            ("aggregates", {"aggregates": list(aggregates)}),
-        ):
-            if not payload[path]:
-                continue
-            payload["resource_provider_generation"] = generation
-            answer = client.put(f"/resource_providers/{rp_uuid}/{path}", json=payload)
-            assert answer.status_code == 200, answer.text
-            generation = answer.json()["resource_provider_generation"]
-        return rp_uuid
+    provider = functools.partial(api_provider, client)
 
     for trait in ("CUSTOM_W", "CUSTOM_R"):
         assert client.put(f"/traits/{trait}").status_code == 201

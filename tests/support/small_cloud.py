@@ -69,3 +69,28 @@ def one_tree(client, providers: int, root: str, aggregate: str, inventory: dict)
             payload["resource_provider_generation"] = generation
             answer = client.put(f"/resource_providers/{rp}/{path}", json=payload)
             assert answer.status_code == 200, answer.text
+
+
+def api_provider(client, name, parent=None, inventory=None, traits=(), aggregates=()) -> str:
+    """A provider written through the API (under ``parent``, a uuid), with
+    ``inventory`` ({class: total}), ``traits`` and ``aggregates``; its
+    uuid, new each time."""
+    rp_uuid = str(uuid.uuid4())
+    body = {"name": name, "uuid": rp_uuid}
+    if parent:
+        body["parent_provider_uuid"] = parent
+    assert client.post("/resource_providers", json=body).status_code == 200
+    generation = 0
+    inventories = {rc: {"total": total} for rc, total in (inventory or {}).items()}
+    for path, payload in (
+        ("inventories", {"inventories": inventories}),
+        ("traits", {"traits": list(traits)}),
+        ("aggregates", {"aggregates": list(aggregates)}),
+    ):
+        if not payload[path]:
+            continue
+        payload["resource_provider_generation"] = generation
+        answer = client.put(f"/resource_providers/{rp_uuid}/{path}", json=payload)
+        assert answer.status_code == 200, answer.text
+        generation = answer.json()["resource_provider_generation"]
+    return rp_uuid
