@@ -338,19 +338,26 @@ def kept_fills(
         summed = fills(shape.providers, shape.stock, {"": rc_id}, {})[""]
         return {root: capacity for root, (capacity, _used) in summed.items()}
 
-    def holders(rc_id: int) -> frozenset[int]:
-        return frozenset(shape.stock_ids.get(rc_id, ()))
+    def holders(rc_id: int) -> tuple[frozenset[int], bool]:
+        """The providers holding the class, and whether each is a root."""
+        held = frozenset(shape.stock_ids.get(rc_id, ()))
+        return held, all(shape.providers[pid].root_id == pid for pid in held)
 
     root_of = shape.remember("root of", roots)
     found: dict[str, Any] = {}
     for name, rc_id in classes.items():
         capacity = shape.remember(("capacity by root", rc_id), partial(capacities, rc_id))
-        held = shape.remember(("holders", rc_id), partial(holders, rc_id))
-        taken: dict[int, int] = {}
-        for pid, amount in used.get(rc_id, {}).items():
-            if pid in held:
-                root = root_of[pid]
-                taken[root] = taken.get(root, 0) + amount
+        held, at_roots = shape.remember(("holders", rc_id), partial(holders, rc_id))
+        used_of = used.get(rc_id, {})
+        taken: dict[int, int]
+        if at_roots:  # a flat cloud's: each tree's usage is its root's own
+            taken = {pid: amount for pid, amount in used_of.items() if pid in held}
+        else:
+            taken = {}
+            for pid, amount in used_of.items():
+                if pid in held:
+                    root = root_of[pid]
+                    taken[root] = taken.get(root, 0) + amount
         found[name] = Fill(capacity, taken)
     return found
 

@@ -180,6 +180,9 @@ def used_amounts(
         rows = conn.execute(
             _USED_IN_RANGE, {"classes": rc_ids, "lowest": lowest, "highest": highest}
         )
+    if len(rc_ids) == 1:  # a dict made in one go (a ranked search's sort class of every tree)
+        used[rc_ids[0]] = {pid: int(amount) for pid, _rc_id, amount in rows.all()}
+        return used
     for pid, rc_id, amount in rows.all():
         used[rc_id][pid] = int(amount)
     return used
