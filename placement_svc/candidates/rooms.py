@@ -435,3 +435,11 @@ def ranked_window(
         return None, None
     best = {root for _bound, root in order[:first]}
     return (best, max(best)), order[first]
+
+
+def dense(shape: world.World, rc_ids: list[int]) -> bool:
+    """Whether at least half the providers of the cloud hold each of these
+    classes (VCPU, say, rather than a GPU): a read of their usage then
+    reads most of the allocations. Pure."""
+    half = len(shape.providers) / 2
+    return all(len(shape.stock_ids.get(rc_id, ())) >= half for rc_id in rc_ids)

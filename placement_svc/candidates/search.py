@@ -18,6 +18,8 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from placement_svc.candidates import rooms, world
 from placement_svc.candidates.model import Found, UnknownNames
@@ -123,7 +125,8 @@ def _ranked_window(
         # The sort classes' usage of every tree, for the bounds; the requested
         # classes' usage of the trees searched, once they are chosen (the
         # same read when every requested class is sorted by).
-        sorted_used = used_amounts(conn, sorted(sort_ids.values()))
+        sort_classes = sorted(sort_ids.values())
+        sorted_used = used_amounts(conn, sort_classes, dense=rooms.dense(shape, sort_classes))
         fills = rooms.kept_fills(shape, sort_ids, sorted_used)
         placed = rooms.bounded(shape, request, wanted, fills)
     cut, next_bound = rooms.ranked_window(placed, first)
@@ -165,16 +168,20 @@ def _ids(
 
 
 def used_amounts(
-    conn: Connection, rc_ids: list[int], id_range: tuple[int, int] | None = None
+    conn: Connection,
+    rc_ids: list[int],
+    id_range: tuple[int, int] | None = None,
+    dense: bool = False,
 ) -> dict[int, dict[int, int]]:
     """class id -> provider -> the amount allocated, for these classes (and
     the providers with an id in ``id_range``, both ends included): one
-    grouped read, in the request's transaction."""
+    grouped read, in the request's transaction. ``dense``: most providers
+    have allocations of these classes (see _USED_DENSE)."""
     used: dict[int, dict[int, int]] = {rc_id: {} for rc_id in rc_ids}
     if not rc_ids:
         return used
     if id_range is None:
-        rows = conn.execute(_USED, {"classes": rc_ids})
+        rows = conn.execute(_USED_DENSE if dense else _USED, {"classes": rc_ids})
     else:
         lowest, highest = id_range
         rows = conn.execute(
@@ -200,13 +207,36 @@ def used_of(conn: Connection, rc_ids: list[int], providers: list[int]) -> dict[i
     return used
 
 
-def _used_statement(in_range: bool) -> sa.Select[Any]:
+class _ScanIndexed(FunctionElement[int]):
+    """A column SQLite's planner is not to search an index by (its unary
+    ``+``), so that a grouped read of most of a table scans the covering
+    index in the GROUP BY's order instead of searching one index and
+    sorting in a temporary tree: 2.0 ms against 2.7 ms for the VCPU
+    allocations of 10,000 hosts. Other databases read the column as is."""
+
+    type = sa.Integer()
+    inherit_cache = True
+    name = "scan_indexed"
+
+
+@compiles(_ScanIndexed)
+def _scan_indexed(element: _ScanIndexed, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))
+
+
+@compiles(_ScanIndexed, "sqlite")
+def _scan_indexed_sqlite(element: _ScanIndexed, compiler: Any, **kw: Any) -> str:
+    return "+" + str(compiler.process(element.clauses, **kw))
+
+
+def _used_statement(in_range: bool, dense: bool = False) -> sa.Select[Any]:
     """used_amounts' read, built once (every candidates request runs it)."""
+    rc_id: Any = _ScanIndexed(ALLOC.c.resource_class_id) if dense else ALLOC.c.resource_class_id
     stmt = sa.select(
         ALLOC.c.resource_provider_id,
         ALLOC.c.resource_class_id,
         sa.func.sum(ALLOC.c.used),
-    ).where(ALLOC.c.resource_class_id.in_(sa.bindparam("classes", expanding=True)))
+    ).where(rc_id.in_(sa.bindparam("classes", expanding=True)))
     if in_range:
         stmt = stmt.where(
             ALLOC.c.resource_provider_id.between(sa.bindparam("lowest"), sa.bindparam("highest"))
@@ -216,6 +246,7 @@ def _used_statement(in_range: bool) -> sa.Select[Any]:
 
 _USED = _used_statement(in_range=False)
 _USED_IN_RANGE = _used_statement(in_range=True)
+_USED_DENSE = _used_statement(in_range=False, dense=True)
 _USED_OF = (
     sa.select(
         ALLOC.c.resource_provider_id,

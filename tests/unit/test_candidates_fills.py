@@ -1,14 +1,17 @@
 """The trees' fills of the sort classes (1.48) as a ranked search reads them
 for the whole cloud (rooms.kept_fills: capacities summed once per kept
 shape, used amounts per request) are the fills rooms.fills sums anew, on
-random shapes; a tree's traits are every trait of its providers; and the
-trees member_of allows are those with a provider eligibility allows."""
+random shapes; a tree's traits are every trait of its providers; the
+trees member_of allows are those with a provider eligibility allows; and
+a class most providers hold is read by SQLite's covering index."""
 
 from __future__ import annotations
 
 import random
 
-from placement_svc.candidates import rooms, world
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+
+from placement_svc.candidates import rooms, search, world
 from placement_svc.candidates.model import Provider
 from placement_svc.candidates.request import Request, RequestGroup
 from placement_svc.queryparams import AggregateFilter
@@ -122,3 +125,23 @@ def usable(shape, pid: int, root: int, suffix: str, any_of, forbidden) -> bool:
     sets = [own] if suffix else [own, top]
     member = not any_of or any(all(held & one for one in any_of) for held in sets)
     return member and not any(held & forbidden for held in sets)
+
+
+def test_a_class_most_providers_hold_is_read_by_a_scan_of_the_covering_index():
+    """The sort classes' usage of every tree (a ranked search) is read
+    without SQLite's class index when at least half the providers hold each
+    class: SQLite then scans the covering index in the GROUP BY's order
+    (its unary ``+``); other databases read the same statement as the plain
+    one. A class few providers hold is read by the plain statement."""
+    shape = world.World(generation=1)
+    for pid in range(1, 11):
+        shape.providers[pid] = Provider(pid, f"u-{pid}", None, pid)
+    shape.stock_ids = {1: list(range(1, 11)), 2: [1, 2, 3, 4, 5], 3: [7]}
+    assert rooms.dense(shape, [1]) and rooms.dense(shape, [2]) and rooms.dense(shape, [1, 2])
+    assert not rooms.dense(shape, [3]) and not rooms.dense(shape, [1, 3])
+    sqlite_dense = str(search._USED_DENSE.compile(dialect=sqlite.dialect()))
+    assert "WHERE +allocations.resource_class_id IN" in sqlite_dense
+    for dialect in (postgresql.dialect(), mysql.dialect()):
+        assert str(search._USED_DENSE.compile(dialect=dialect)) == str(
+            search._USED.compile(dialect=dialect)
+        )
