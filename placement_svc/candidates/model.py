@@ -162,8 +162,9 @@ class Found:
     # The request's budget of walk steps, shared by every walk of the request.
     budget: Budget = field(default_factory=Budget)
     # sort= classes (1.48) -> root -> (capacity, used) of the tree's
-    # inventories of the class (rank.fills)
-    fills: dict[str, dict[int, tuple[float, int]]] = field(default_factory=dict)
+    # inventories of the class: a dict (rooms.fills) or a Fill
+    # (rooms.kept_fills), read by ``get(root)`` alone
+    fills: dict[str, Any] = field(default_factory=dict)
     # A ranked search of the best trees only (search.search's ``ranked_first``):
     # (bound, root) of the best tree it left out (rank.Bound), else None.
     next_bound: Any = None

@@ -27,13 +27,15 @@ What the order is, for a candidate (an assignment: a provider per slot):
   ``limit``: the first N of what is left.
 
 Ranking does not enumerate everything under a limit. A tree's best
-possible place is known before its candidates are made (``_Ranker.bound``:
-its score if every trait a provider of it has counted, and its free
-fractions, which are every candidate's of it), so trees are walked
-best bound first and the walk stops at the first tree whose bound comes
-after the last candidate kept; a tree's own walk stops as soon as no later
-candidate of it could be kept. A cloud with sharing providers (whose
-candidates may have another tree's root) is ranked whole.
+possible place is known before its candidates are made (``Bounds``: its
+score if every trait a provider of it has counted, and its free fractions,
+which are every candidate's of it), so the search works out the room of
+the best trees only (rooms.ranked_window; find.py widens it while a tree
+left out could still come first), trees are walked best bound first, and
+the walk stops at the first tree whose bound comes after the last
+candidate kept; a tree's own walk stops as soon as no later candidate of
+it could be kept. A cloud with sharing providers (whose candidates may
+have another tree's root) is ranked whole.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class Rank(NamedTuple):
 
 
 class _Ranker:
-    """The rank of an assignment, and the best bound of a tree's."""
+    """The rank of an assignment (and what _bounded needs of the request)."""
 
     def __init__(self, ranking: Ranking, found: Found, slots: list[Slot]) -> None:
         self.providers, self.sharing = found.providers, found.sharing
@@ -77,7 +79,7 @@ class _Ranker:
         for slot in slots:
             for rc, amount in slot.amounts:
                 self.totals[rc] = self.totals.get(rc, 0) + amount
-        self.sort: list[tuple[bool, dict[int, tuple[float, int]], list[tuple[int, int]], int]] = []
+        self.sort: list[tuple[bool, Any, list[tuple[int, int]], int]] = []
         for direction, rc in ranking.sort:
             amounts = [
                 (index, amount)
