@@ -161,9 +161,10 @@ def _ranked(
     settings: Settings,
     rng: random.Random | None,
 ) -> _Worked:
-    """The answer of a ranked request (1.48, rank.py): every tree searched,
-    the first ``limit`` (or max_allocation_candidates) in rank order. The
-    cap bounds the answer, not the walk: ranking weighs every candidate
+    """The answer of a ranked request (1.48, rank.py): the first ``limit``
+    (or max_allocation_candidates) in rank order over every tree of the
+    cloud, though only the trees that could hold them are searched (below).
+    The cap bounds the answer, not the walk: ranking weighs every candidate
     that could come first."""
     limits = [n for n in (wanted.limit or 0, settings.max_candidates) if n > 0]
     needed = min(limits, default=0)
