@@ -25,6 +25,11 @@ T = TypeVar("T")
 # prefer= and prefer_member_of= weights (1.48): integers in this range.
 MIN_WEIGHT, MAX_WEIGHT = 1, 1000
 SORT_DIRECTIONS = ("spread", "pack")
+# How many sort keys, preferred traits and preferred aggregates a request
+# may name: each is worked out for every candidate weighed, so their
+# number, like the walk's steps, is bounded.
+MAX_SORT_KEYS = 8
+MAX_PREFERENCES = 64
 _DIGITS = re.compile("[0-9]{1,4}")  # ASCII only: str.isdigit takes "²", which int() refuses
 
 
@@ -236,6 +241,17 @@ def _ranking(params: dict[str, list[str]]) -> Ranking | None:
             raise _bad(
                 "Invalid query string parameters: Expected 'prefer_member_of' parameter to "
                 f"contain valid UUID(s). Got: {aggregate}",
+                errors.QUERYPARAM_BAD_VALUE,
+            )
+    for name, given, most in (
+        ("sort", sort, MAX_SORT_KEYS),
+        ("prefer", prefer, MAX_PREFERENCES),
+        ("prefer_member_of", members, MAX_PREFERENCES),
+    ):
+        if len(given) > most:
+            raise _bad(
+                f"Invalid query string parameters: at most {most} values of '{name}' may be "
+                f"given; got {len(given)}.",
                 errors.QUERYPARAM_BAD_VALUE,
             )
     per_root = None

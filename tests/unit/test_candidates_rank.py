@@ -869,6 +869,27 @@ def test_a_trait_preferred_twice_is_refused():
     assert refused("prefer=CUSTOM_B:1,CUSTOM_A:1&prefer=!CUSTOM_A:2,CUSTOM_B:3").message == message
 
 
+def test_the_ranking_parameters_name_a_bounded_number_of_values():
+    """Each sort key and preference is worked out for every candidate: a
+    request names at most MAX_SORT_KEYS of the one and MAX_PREFERENCES of
+    each of the others, repeated parameters counted together."""
+    most = request.MAX_SORT_KEYS
+    assert len(ranking("sort=" + ",".join(["spread:VCPU"] * most)).sort) == most
+    assert refused("sort=" + ",".join(["spread:VCPU"] * most) + "&sort=pack:VCPU").message == (
+        f"Invalid query string parameters: at most {most} values of 'sort' may be given; "
+        f"got {most + 1}."
+    )
+    many = request.MAX_PREFERENCES
+    traits = ",".join(f"CUSTOM_T{n}:1" for n in range(many + 1))
+    assert refused(f"prefer={traits}").message == (
+        f"Invalid query string parameters: at most {many} values of 'prefer' may be given; "
+        f"got {many + 1}."
+    )
+    aggregates = ",".join(f"{AGGREGATES[0]}:1" for _ in range(many + 1))
+    assert "'prefer_member_of'" in refused(f"prefer_member_of={aggregates}").message
+    assert len(ranking(f"prefer={','.join(f'CUSTOM_T{n}:1' for n in range(many))}").prefer) == many
+
+
 def test_a_bad_prefer_member_of_is_refused():
     assert refused("prefer_member_of=not-a-uuid:3").message == (
         "Invalid query string parameters: Expected 'prefer_member_of' parameter to contain "
