@@ -77,8 +77,10 @@ PROVIDER_INCLUDE = _v(45)  # include= on GET /resource_providers and /resource_p
 BULK_ALLOCATIONS = _v(46)  # GET /allocations?consumer_uuid=in: / resource_provider_uuid=in:
 CONDITIONAL_READS = _v(47)  # ETag and If-None-Match (304) on provider-scoped reads
 RANKED_CANDIDATES = _v(48)  # sort=, prefer=, prefer_member_of=, per_root= and "rank"
+TREE_WRITES = _v(49)  # GET and PUT /resource_provider_trees/{root_uuid}: a whole tree at once
+ALLOCATION_DELTAS = _v(50)  # PATCH /allocations/{consumer_uuid}: add and remove amounts
 
-MAX_VERSION = RANKED_CANDIDATES  # the newest this service can serve
+MAX_VERSION = ALLOCATION_DELTAS  # the newest this service can serve
 VERSIONS = [f"1.{minor}" for minor in range(MIN_VERSION.minor, MAX_VERSION.minor + 1)]
 
 

@@ -15,10 +15,10 @@ from placement_svc.api.allocation_writes import (
     write_words,
 )
 from placement_svc.api.wording import no_provider
-from placement_svc.db.exceptions import ProviderNotFound, UnknownResourceClass
+from placement_svc.db.exceptions import ConsumerMoved, ProviderNotFound, UnknownResourceClass
 from placement_svc.http import answering, reading
 from placement_svc.ops import allocations as ops
-from placement_svc.ops.exceptions import NoAllocations
+from placement_svc.ops.exceptions import NoAllocations, OwnerMissing, RemovingTooMuch
 from placement_svc.policies import allocations as policies
 from placement_svc.uuidutil import is_uuid_like
 
@@ -30,7 +30,23 @@ def _words(fact: Exception, action: str, consumer_uuid: str = "") -> errors.Plac
             return errors.NotFound(f"Resource provider '{uuid}' not found: {no_provider(uuid)}")
         case NoAllocations(uuid):
             return errors.NotFound(f"No allocations for consumer '{uuid}'")
-        case UnknownResourceClass(names) if action == "put":
+        case RemovingTooMuch(uuid, rp_uuid, rc, removing, held):
+            return errors.BadRequest(
+                f"Unable to remove {removing} {rc} from resource provider {rp_uuid}: "
+                f"consumer {uuid} holds {held}."
+            )
+        case OwnerMissing(uuid):
+            return errors.BadRequest(
+                f"Consumer {uuid} has no allocations yet: project_id and user_id are "
+                "required to make it."
+            )
+        case ConsumerMoved(uuid):  # still, after the retries
+            return errors.Conflict(
+                f"{CHANGED_WHILE_ALLOCATING}: Another thread concurrently updated the "
+                f"allocations of consumer {uuid}. Please retry your update",
+                code=errors.CONCURRENT_UPDATE,
+            )
+        case UnknownResourceClass(names) if action in ("put", "patch"):
             return errors.BadRequest(
                 f"Unable to allocate inventory for consumer {consumer_uuid}: "
                 f"No such resource class {names[0]}."
@@ -40,6 +56,16 @@ def _words(fact: Exception, action: str, consumer_uuid: str = "") -> errors.Plac
                 f"Unable to allocate inventory No such resource class {names[0]}."
             )
     return write_words(fact, CHANGED_WHILE_ALLOCATING)
+
+
+def _amounts(by_provider: dict) -> dict[str, dict[str, int]]:
+    """A delta's {provider: {"resources": {class: amount}}}, provider uuids canonical."""
+    found: dict[str, dict[str, int]] = {}
+    for rp_uuid, entry in by_provider.items():
+        held = found.setdefault(str(uuidlib.UUID(rp_uuid)), {})
+        for name, amount in entry["resources"].items():
+            held[name] = held.get(name, 0) + amount
+    return found
 
 
 def consumer_body(consumer, found, version) -> dict:
@@ -211,6 +237,33 @@ class Allocations:
             incomplete=self.incomplete,
         )
         self.db.write(work)
+
+    def change(self, req, resp, consumer_uuid):
+        """PATCH /allocations/{consumer_uuid} (1.50): amounts added and taken
+        away against the consumer's allocations as they are; the answer is
+        what GET /allocations/{consumer_uuid} would now answer."""
+        reading.require_json(req)
+        reading.authorize(req)
+        version = reading.version(req)
+        if not is_uuid_like(consumer_uuid):
+            raise errors.BadRequest(f"Malformed consumer_uuid: {consumer_uuid}")
+        data = reading.read_body(req)
+        consumer_uuid = str(uuidlib.UUID(consumer_uuid))
+        delta = ops.Delta(
+            add=_amounts(data.get("add", {})),
+            remove=_amounts(data.get("remove", {})),
+            check_generation="consumer_generation" in data,
+            generation=data.get("consumer_generation"),
+            project_id=data.get("project_id"),
+            user_id=data.get("user_id"),
+            consumer_type=data.get("consumer_type"),
+        )
+        work = partial(
+            ops.change, consumer_uuid=consumer_uuid, delta=delta, incomplete=self.incomplete
+        )
+        with answering.worded(_words, "patch", consumer_uuid):
+            consumer, found = self.db.write(work)
+        answering.render(resp, consumer_body(consumer, found, version))
 
     def delete(self, req, resp, consumer_uuid):
         reading.authorize(req)

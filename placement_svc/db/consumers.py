@@ -112,6 +112,14 @@ def find_many(conn: Connection, uuids: Iterable[str]) -> dict[str, Consumer]:
     return {row.uuid: record(row) for row in rows}
 
 
+def lock(conn: Connection, uuid: str) -> None:
+    """Hold the consumer's row until the transaction ends (SELECT ... FOR
+    UPDATE; SQLite's writers hold the whole database already): two changes
+    of one consumer then take turns instead of failing each other's
+    generation check. A consumer not yet made has no row to hold."""
+    conn.execute(sa.select(CONSUMER.c.id).where(CONSUMER.c.uuid == uuid).with_for_update()).all()
+
+
 def find(conn: Connection, uuid: str) -> Consumer | None:
     return find_many(conn, [uuid]).get(uuid)
 

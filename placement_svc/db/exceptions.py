@@ -192,6 +192,17 @@ class ConsumerChanged(DomainError):
     """Another writer changed a consumer's allocations first (never retried)."""
 
 
+@dataclass(eq=False)
+class ConsumerMoved(DomainError):
+    """Another writer changed a consumer between the unit of work's own read
+    of it and its write, with no generation the client gave at stake (an
+    allocation delta without consumer_generation reads the consumer itself):
+    the whole unit of work is worth running again (db/retries.py), as for
+    ProviderChanged."""
+
+    consumer_uuid: str
+
+
 # The unit of work itself (db/engine.py)
 
 

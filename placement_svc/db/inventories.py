@@ -109,13 +109,15 @@ def replace(
     provider: Provider,
     wanted: list[Inventory],
     seen_generation: int | None = None,
+    bump: bool = True,
 ) -> int:
     """Make the provider's inventory exactly ``wanted``; returns the new generation.
 
     Removing a class that has allocations is refused (InventoryInUse);
     shrinking below current usage is allowed with a warning, as upstream
     allows it. The generation must still be ``seen_generation`` (default:
-    as read), or ConcurrentUpdate.
+    as read), or ConcurrentUpdate. ``bump=False``: the caller has moved the
+    generation already (a tree write moves each provider's once).
     """
     rc_ids = names.resource_class_ids(conn, (inv.resource_class for inv in wanted))
     unknown = tuple(inv.resource_class for inv in wanted if inv.resource_class not in rc_ids)
@@ -142,7 +144,7 @@ def replace(
     if busy:
         class_names = names.resource_class_names(conn, busy)
         raise InventoryInUse(provider.uuid, tuple(class_names[rc_id] for rc_id in sorted(busy)))
-    generation = bump_generation(conn, provider, seen_generation)
+    generation = bump_generation(conn, provider, seen_generation) if bump else provider.generation
     if removed:
         conn.execute(
             sa.delete(INV).where(

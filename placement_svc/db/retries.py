@@ -9,7 +9,9 @@ again in a new transaction:
 - a provider generation conflict that is no client's fault
   (``ProviderChanged``: another writer changed a provider between the unit
   of work's read and its write; ``[placement] allocation_conflict_retry_count``
-  retries, upstream's option).
+  retries, upstream's option), or a consumer's (``ConsumerMoved``: an
+  allocation delta without a consumer generation, whose consumer another
+  writer changed meanwhile; the same budget).
 
 ``retry_reason`` names the reason (the metrics' label, the log's words);
 ``Retries`` counts one unit of work's retries against their budgets;
@@ -28,7 +30,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
-from placement_svc.db.exceptions import DomainError, ProviderChanged
+from placement_svc.db.exceptions import ConsumerMoved, DomainError, ProviderChanged
 
 # Why a transaction is run again: deadlock, serialization, lock (a lock wait
 # that timed out, SQLite's "database is locked"), lost_connection,
@@ -78,7 +80,7 @@ def _mysql_error_number(exc: BaseException) -> int | None:
 def retry_reason(exc: BaseException) -> str | None:
     """Why re-running the whole transaction may succeed (see _MYSQL_REASONS
     and GENERATION_CONFLICT), or None when it would fail again."""
-    if isinstance(exc, ProviderChanged):
+    if isinstance(exc, (ProviderChanged, ConsumerMoved)):
         return GENERATION_CONFLICT
     if not isinstance(exc, DBAPIError):
         return None

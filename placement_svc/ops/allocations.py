@@ -51,12 +51,13 @@ from placement_svc.db.exceptions import (
     ConcurrentUpdate,
     ConsumerChanged,
     ConsumerGenerationConflict,
+    ConsumerMoved,
     ProviderChanged,
     UnknownResourceClass,
 )
 from placement_svc.db.providers import Provider
 from placement_svc.ops import capacity
-from placement_svc.ops.exceptions import NoAllocations
+from placement_svc.ops.exceptions import NoAllocations, OwnerMissing, RemovingTooMuch
 
 # A read with no rule beyond the data layer's.
 for_consumer = store.for_consumer
@@ -100,6 +101,73 @@ def write(
     ensured = ensure_consumers(conn, wanted, check_generation, incomplete)
     known = resolve_providers(conn, wanted)
     replace(conn, wanted, ensured, known)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """PATCH /allocations/{consumer} (1.50): amounts to add and to take
+    away, provider uuid -> class -> amount; the generation the client saw
+    when ``check_generation`` (None: a consumer it believes new); the owner
+    to give the consumer (None: the one it has)."""
+
+    add: dict[str, dict[str, int]]
+    remove: dict[str, dict[str, int]]
+    check_generation: bool = False
+    generation: int | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+    consumer_type: str | None = None
+
+
+def change(
+    conn: Connection, consumer_uuid: str, delta: Delta, incomplete: tuple[str, str]
+) -> tuple[Consumer | None, list[Allocation]]:
+    """Apply ``delta`` to the consumer's allocations as they are, then write
+    them as PUT does (the same capacity and inventory rules); returns the
+    consumer and its allocations after.
+
+    The consumer's row is held first, so changes of one consumer take turns;
+    one that still finds the consumer changed between its read and its
+    write (a consumer made by two at once, a Galera node's certification)
+    raises ``ConsumerMoved``, and the whole unit of work runs again: without
+    a generation of the client's at stake, the client never sees it.
+    """
+    consumers.lock(conn, consumer_uuid)
+    consumer = consumers.find(conn, consumer_uuid)
+    if delta.check_generation:
+        expected = consumer.generation if consumer is not None else None
+        if delta.generation != expected:
+            raise ConsumerGenerationConflict(consumer_uuid, expected, delta.generation)
+    if consumer is None and (delta.project_id is None or delta.user_id is None):
+        raise OwnerMissing(consumer_uuid)
+    resources: dict[str, dict[str, int]] = {}
+    for alloc in store.for_consumer(conn, consumer_uuid)[1] if consumer is not None else []:
+        resources.setdefault(alloc.provider_uuid, {})[alloc.resource_class] = alloc.used
+    for rp_uuid, amounts in delta.add.items():
+        held = resources.setdefault(rp_uuid, {})
+        for name, amount in amounts.items():
+            held[name] = held.get(name, 0) + amount
+    for rp_uuid, amounts in delta.remove.items():
+        held = resources.get(rp_uuid, {})
+        for name, amount in amounts.items():
+            if amount > held.get(name, 0):
+                raise RemovingTooMuch(consumer_uuid, rp_uuid, name, amount, held.get(name, 0))
+            held[name] -= amount
+            if not held[name]:
+                del held[name]
+    wanted = Wanted(
+        consumer_uuid=consumer_uuid,
+        resources={rp_uuid: held for rp_uuid, held in resources.items() if held},
+        project_id=delta.project_id or (consumer.project_id if consumer else None),
+        user_id=delta.user_id or (consumer.user_id if consumer else None),
+        generation=consumer.generation if consumer is not None else None,
+        consumer_type=delta.consumer_type,
+    )
+    try:
+        write(conn, [wanted], check_generation=True, incomplete=incomplete)
+    except (ConsumerGenerationConflict, ConsumerChanged) as exc:
+        raise ConsumerMoved(consumer_uuid) from exc  # not the client's: ours, read above
+    return for_consumer(conn, consumer_uuid)
 
 
 def delete(conn: Connection, consumer_uuid: str) -> None:

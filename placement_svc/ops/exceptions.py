@@ -93,3 +93,53 @@ class NoAllocations(DomainError):
     """DELETE /allocations/{consumer} of a consumer that holds none."""
 
     consumer_uuid: str
+
+
+@dataclass(eq=False)
+class TreeShape(DomainError):
+    """A tree write's body is not one tree rooted at its URL's provider."""
+
+    problem: str
+
+
+@dataclass(eq=False)
+class NotARoot(DomainError):
+    """The provider a tree's URL names has a parent: ``root_uuid`` is its root."""
+
+    uuid: str
+    root_uuid: str
+
+
+@dataclass(eq=False)
+class InAnotherTree(DomainError):
+    """A tree write names a provider of another tree: it moves nothing between trees."""
+
+    uuid: str
+    its_root: str
+    root_uuid: str
+
+
+@dataclass(eq=False)
+class StaleProviders(DomainError):
+    """Providers of a tree write the client saw at another generation:
+    (uuid, generation now or None when there is no such provider, given)."""
+
+    stale: tuple[tuple[str, int | None, int | None], ...]
+
+
+@dataclass(eq=False)
+class RemovingTooMuch(DomainError):
+    """An allocation delta takes away more than the consumer holds."""
+
+    consumer_uuid: str
+    provider_uuid: str
+    resource_class: str
+    removing: int
+    held: int
+
+
+@dataclass(eq=False)
+class OwnerMissing(DomainError):
+    """A new consumer needs a project and a user."""
+
+    consumer_uuid: str

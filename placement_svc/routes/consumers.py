@@ -44,6 +44,23 @@ ROUTES: tuple[Route, ...] = (
                 body=lambda v: allocation.for_version(v).put,
             ),
             Operation(
+                "PATCH",
+                "change",
+                allocation_rules.ALLOC_UPDATE,
+                {200: "consumer_allocations"},
+                {
+                    400: INVALID_BODY + " Or the consumer uuid is not a uuid, or a provider or "
+                    "resource class does not exist, or more is removed than is allocated, or a "
+                    "new consumer has no project_id and user_id.",
+                    409: "The consumer generation given is not the consumer's, " + WRITE_CONFLICT,
+                },
+                allowed_since=mv.ALLOCATION_DELTAS,
+                body=lambda _v: allocation.PATCH_V1_50,
+                notes="Amounts added to and taken from the consumer's allocations as they "
+                "are, atomically; without consumer_generation no read is needed first "
+                "(placement-svc's own, 1.50).",
+            ),
+            Operation(
                 "DELETE",
                 "delete",
                 allocation_rules.ALLOC_DELETE,

@@ -20,7 +20,7 @@ from placement_svc.routes.records import (
     Operation,
     Route,
 )
-from placement_svc.schemas import aggregate, inventory, resource_provider, trait
+from placement_svc.schemas import aggregate, inventory, provider_tree, resource_provider, trait
 from placement_svc.schemas.common import Schema
 
 PROVIDER = "/resource_providers/{uuid}"
@@ -269,5 +269,44 @@ ROUTES: tuple[Route, ...] = (
                 since=mv.TRAITS,
             ),
         ),
+    ),
+    Route(
+        "/resource_provider_trees/{root_uuid}",
+        "provider_trees",
+        (
+            Operation(
+                "GET",
+                "show",
+                provider_rules.SHOW,
+                {200: "provider_tree"},
+                {404: NO_PROVIDER + " Or it is not a root (the detail names its root)."},
+                etag=True,
+                notes="A whole tree, parents before children, each provider with its "
+                "inventories, traits and aggregates (placement-svc's own, 1.49). Also "
+                "needs the inventories, traits and aggregates list rules.",
+            ),
+            Operation(
+                "PUT",
+                "replace",
+                provider_rules.SHOW,
+                {200: "provider_tree"},
+                {
+                    400: INVALID_BODY + " Or a provider of the body is in another tree, or "
+                    "the uuid names a provider that is not a root, or a class or trait that "
+                    "is not custom does not exist.",
+                    409: "Providers were not at the generations given (every one named, "
+                    "placement.concurrent_update), or a name is another provider's "
+                    "(placement.duplicate_name), or a provider to delete has allocations "
+                    "(placement.resource_provider.inuse), or an inventory to remove is in use "
+                    "(placement.inventory.inuse).",
+                },
+                body=lambda _v: provider_tree.TREE,
+                notes="The tree becomes exactly the body, in one transaction (placement-svc's "
+                "own, 1.49). Each single write's rule is checked for what the body changes: "
+                "creating, updating or deleting providers, their inventories, traits and "
+                "aggregates, new custom resource classes and traits.",
+            ),
+        ),
+        since=mv.TREE_WRITES,
     ),
 )

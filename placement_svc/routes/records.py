@@ -86,4 +86,7 @@ PATH_PARAMETERS: dict[str, Param] = {
     "name": Param({"type": "string"}, "The name."),
     "resource_class": Param({"type": "string"}, "The resource class name."),
     "consumer_uuid": Param({"type": "string"}, "The consumer's uuid."),
+    "root_uuid": Param(
+        {"type": "string"}, "The uuid of the tree's root provider (its provider's, for a new tree)."
+    ),
 }

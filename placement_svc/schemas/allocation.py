@@ -211,6 +211,35 @@ LIST_QUERY_WORDS = {
 }
 
 
+# PATCH /allocations/{consumer_uuid} (1.50, placement-svc's own): amounts
+# to add and to take away, by provider, against the consumer's allocations as
+# they are; the owner as PUT takes it (needed for a consumer that is new).
+_DELTA = _by_provider(min_providers=1)
+_DELTA["patternProperties"] = {
+    UUID_KEY: {
+        "type": "object",
+        "properties": {"resources": RESOURCES},
+        "required": ["resources"],
+        "additionalProperties": False,
+    }
+}
+PATCH_V1_50 = Schema(
+    {
+        "type": "object",
+        "properties": {
+            "add": _DELTA,
+            "remove": _DELTA,
+            "consumer_generation": CONSUMER_GENERATION,
+            "project_id": PROJECT_ID,
+            "user_id": USER_ID,
+            "consumer_type": CONSUMER_TYPE,
+        },
+        "anyOf": [{"required": ["add"]}, {"required": ["remove"]}],
+        "additionalProperties": False,
+    }
+)
+
+
 class Schemas(NamedTuple):
     put: Schema
     post: Schema | None  # None: POST /allocations is served from 1.13

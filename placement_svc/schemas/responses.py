@@ -112,6 +112,28 @@ PROVIDER_TRAITS = _object(
     {"traits": {"type": "array", "items": _STRING}, "resource_provider_generation": _GENERATION}
 )
 
+# GET and PUT /resource_provider_trees/{root_uuid} (1.49): parents before children.
+PROVIDER_TREE = _object(
+    {
+        "root": _UUID,
+        "providers": {
+            "type": "array",
+            "minItems": 1,
+            "items": _object(
+                {
+                    "uuid": _UUID,
+                    "name": _STRING,
+                    "parent_provider_uuid": {"anyOf": [_UUID, {"type": "null"}]},
+                    "generation": _GENERATION,
+                    "inventories": _map(INVENTORY, "Inventories by resource class name."),
+                    "traits": {"type": "array", "items": _STRING},
+                    "aggregates": _UUIDS,
+                }
+            ),
+        },
+    }
+)
+
 # Standard names of the error format (placement_svc/errors.py).
 ERROR = _object(
     {
@@ -353,6 +375,7 @@ class Bodies(NamedTuple):
     explanation: Schema  # 1.44
     capacity: Schema  # 1.44
     usages: Schema
+    provider_tree: Schema  # 1.49
     error: Schema
     unauthorized: Schema
 
@@ -383,6 +406,7 @@ def _build(version) -> Bodies:
         explanation=Schema(EXPLANATION),
         capacity=Schema(CAPACITY),
         usages=Schema(_usages(version)),
+        provider_tree=Schema(PROVIDER_TREE),
         error=Schema(ERROR),
         unauthorized=Schema(UNAUTHORIZED),
     )
