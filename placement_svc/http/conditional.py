@@ -44,7 +44,9 @@ class ConditionalReads:
     """falcon middleware: after a successful GET at 1.47 or later of an
     operation routes.py declares a conditional read (``etag``: a provider,
     its sub-resources, the provider list and allocations), the ETag; a 304
-    without a body when it matches."""
+    without a body when it matches. A PUT so declared (a whole tree, 1.49,
+    whose answer is the GET's body) carries the ETag its GET would have, so
+    the writer's next read can be conditional at once; a PUT is never a 304."""
 
     def process_response(
         self,
@@ -53,7 +55,7 @@ class ConditionalReads:
         resource: object | None,
         req_succeeded: bool,
     ) -> None:
-        if not req_succeeded or req.method != "GET" or resp.status_code != 200:
+        if not req_succeeded or req.method not in ("GET", "PUT") or resp.status_code != 200:
             return
         operation = getattr(req.context, "operation", None)
         if not getattr(operation, "etag", False) or not isinstance(resp.data, bytes):
@@ -63,7 +65,7 @@ class ConditionalReads:
             return
         tag = etag(resp.data)
         resp.set_header("ETag", tag)
-        asked = req.get_header("If-None-Match")
+        asked = req.get_header("If-None-Match") if req.method == "GET" else None
         if asked is not None and matches(asked, tag):
             resp.status = 304
             resp.data = None

@@ -151,7 +151,7 @@ def _rules_by_path() -> dict[tuple[str, str], object]:
 
 
 def _operation(template: str, op: Operation, newest: Version, rule, gate: Version) -> dict:
-    conditional_read = op.etag and newest >= mv.CONDITIONAL_READS
+    conditional_read = op.etag and op.method == "GET" and newest >= mv.CONDITIONAL_READS
     authenticated = op.policy is not None
     parameters = [{"$ref": "#/components/parameters/microversion"}]
     parameters += _path_parameters(template, op, newest)

@@ -301,10 +301,12 @@ ROUTES: tuple[Route, ...] = (
                     "(placement.inventory.inuse).",
                 },
                 body=lambda _v: provider_tree.TREE,
+                etag=True,
                 notes="The tree becomes exactly the body, in one transaction (placement-svc's "
                 "own, 1.49). Each single write's rule is checked for what the body changes: "
                 "creating, updating or deleting providers, their inventories, traits and "
-                "aggregates, new custom resource classes and traits.",
+                "aggregates, new custom resource classes and traits. The answer is the "
+                "GET's body, with the ETag the GET would answer.",
             ),
         ),
         since=mv.TREE_WRITES,

@@ -31,7 +31,8 @@ class Operation:
     the handler reads, where not all; ``words``: what each query parameter
     means, by name. ``path``: a path parameter's schema where the handler
     checks one. ``location``: its successes carry a Location header.
-    ``etag``: a conditional read from 1.47 (ETag, If-None-Match, 304).
+    ``etag``: a conditional read from 1.47 (ETag, If-None-Match, 304); on a
+    PUT, the ETag of its answer only.
     """
 
     method: str
