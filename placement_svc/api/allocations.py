@@ -59,10 +59,12 @@ def _words(fact: Exception, action: str, consumer_uuid: str = "") -> errors.Plac
 
 
 def _amounts(by_provider: dict) -> dict[str, dict[str, int]]:
-    """A delta's {provider: {"resources": {class: amount}}}, provider uuids canonical."""
+    """A delta's {provider: {"resources": {class: amount}}}, the provider
+    uuids as written (as PUT takes them: one spelled otherwise than stored
+    is a provider that does not exist)."""
     found: dict[str, dict[str, int]] = {}
     for rp_uuid, entry in by_provider.items():
-        held = found.setdefault(str(uuidlib.UUID(rp_uuid)), {})
+        held = found.setdefault(rp_uuid, {})
         for name, amount in entry["resources"].items():
             held[name] = held.get(name, 0) + amount
     return found

@@ -63,6 +63,7 @@ from placement_svc.ops.exceptions import (
 from placement_svc.schemas.common import CUSTOM_NAME_PATTERN
 
 _CUSTOM = re.compile(CUSTOM_NAME_PATTERN)
+_LONGEST = 255  # a name's column, as PUT /resource_classes/{name} and /traits/{name} allow
 
 # The kinds of change a tree write may make; the API checks the single
 # write's policy rule of each kind the write makes.
@@ -348,7 +349,7 @@ def _new_names(conn: Connection, wanted: list[Node]) -> tuple[list[str], list[st
 
 def _missing(asked: list[str], found: dict[str, int], unknown: type) -> list[str]:
     missing = [name for name in asked if name not in found]
-    not_custom = [name for name in missing if not _CUSTOM.match(name)]
+    not_custom = [name for name in missing if not _CUSTOM.match(name) or len(name) > _LONGEST]
     if not_custom:
         raise unknown(tuple(not_custom))
     return missing
