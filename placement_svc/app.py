@@ -63,6 +63,7 @@ class _Resource:
 
     def __init__(self, route: routes.Route, resource: object):
         self.since = route.since
+        self.template = route.template
         # method -> the microversion it joins the URL's Allow at (None: always)
         self.methods = {op.method: op.allowed_since for op in route.operations}
         responders = {op.method: self._responder(op, resource) for op in route.operations}
@@ -74,6 +75,7 @@ class _Resource:
         since, allowed_since = self.since, operation.allowed_since
 
         def respond(req, resp, **params):
+            req.env[middleware.ENV_ROUTE] = self.template
             if allowed_since is not None and reading.version(req) < allowed_since:
                 return self._not_allowed(req, resp, needs=allowed_since, **params)
             if since is not None:
@@ -84,6 +86,7 @@ class _Resource:
         return respond
 
     def _not_allowed(self, req, resp, needs=None, **_params):
+        req.env[middleware.ENV_ROUTE] = self.template
         if self.since is not None:
             reading.require_version(req, self.since)
         version = reading.version(req)

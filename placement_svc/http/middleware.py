@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 ENV_REQUEST_ID = "openstack.request_id"
 ENV_MICROVERSION = "placement.microversion"
+# The template of the route that served the request (app._Resource), for the
+# request log's record.
+ENV_ROUTE = "placement.route"
 # Long enough for GET /allocations?consumer_uuid=in: with its 1000 uuids
 # (1.46: 37 characters each); a longer URL is a 414.
 MAX_URL_LENGTH = 40960

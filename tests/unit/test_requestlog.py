@@ -18,6 +18,7 @@ import logging
 import wsgiref.util
 
 import pytest
+from oslo_log import formatters
 
 from placement_svc import app, conf
 from placement_svc import microversion as mv
@@ -272,3 +273,23 @@ def test_a_streamed_answer_is_logged_when_its_last_byte_is_taken(log):
         f" microversion: - time: 0.0123s request_id: {environ[ENV_REQUEST_ID]}"
         " user: - project: -"
     )
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "route"),
+    [
+        ("GET", "/resource_provider_trees/not-a-uuid", "/resource_provider_trees/{root_uuid}"),
+        ("PATCH", "/allocations/not-a-uuid", "/allocations/{consumer_uuid}"),
+        ("DELETE", "/resource_provider_trees/x", "/resource_provider_trees/{root_uuid}"),
+        ("GET", "/no/such/place", "unmatched"),
+    ],
+)
+def test_the_record_names_the_route_by_its_template(log, method, path, route):
+    """The line stays upstream's (the path as asked); the record carries the
+    route's template, as the metrics label it, for JSON and Fluent logs."""
+    headers = {**TOKEN_AND_LATEST, "CONTENT_TYPE": "application/json"}
+    call(make_app(), method, path, **headers)
+    records = [r for r in log.records if r.name == "placement_svc.requests"]
+    assert [r.route for r in records] == [route]
+    assert f'"{method} {path}"' in records[0].getMessage()
+    assert json.loads(formatters.JSONFormatter().format(records[0]))["extra"]["route"] == route
