@@ -46,6 +46,7 @@ from placement_svc.db import provider_traits as trait_store
 from placement_svc.db.exceptions import (
     ConcurrentUpdate,
     ProviderChanged,
+    ProviderExists,
     ProviderNotFound,
     ResourceClassExists,
     UnknownResourceClass,
@@ -369,7 +370,10 @@ def _write(conn: Connection, plan: Plan, wanted: list[Node], by_uuid: dict[str, 
     _create_names(conn, plan)
     # Every provider that changes or goes moves its generation first, from
     # the one read: another writer since then makes the whole write run again.
-    for provider in [by_uuid[uuid] for uuid in plan.changed] + plan.deleted:
+    # In id order, as every tree write takes them: two writes of one tree
+    # wait for each other rather than deadlock.
+    bumped = [by_uuid[uuid] for uuid in plan.changed] + plan.deleted
+    for provider in sorted(bumped, key=lambda p: p.id):
         try:
             providers.bump_generation(conn, provider)
         except ConcurrentUpdate as exc:
@@ -384,7 +388,14 @@ def _write(conn: Connection, plan: Plan, wanted: list[Node], by_uuid: dict[str, 
     _free_names(conn, plan, wanted, by_uuid, made)
     for node in plan.created:
         parent = now(node.parent_uuid) if node.parent_uuid is not None else None
-        made[node.uuid] = providers.create(conn, node.name, node.uuid, parent)
+        try:
+            made[node.uuid] = providers.create(conn, node.name, node.uuid, parent)
+        except ProviderExists as exc:
+            if exc.uuid is None:
+                raise  # the name is another provider's
+            # Made by another writer since this one read (two first writes
+            # of one tree at once): run again, and the client's "new" is stale.
+            raise ProviderChanged(node.uuid) from exc
     for node in plan.moved_or_renamed:
         parent = now(node.parent_uuid) if node.parent_uuid is not None else None
         made[node.uuid] = providers.update(conn, now(node.uuid), node.name, parent)
