@@ -20,59 +20,27 @@ and each provider's usages say the same.
 from __future__ import annotations
 
 import collections
-import random
 import threading
 import uuid
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
-from placement_svc import app
-from placement_svc.db.engine import Database, create_engine
 from tests.support import fixtures
+from tests.support.deltas import INITIAL, PATCHES, PLAN, expected_holdings, named, patch_bodies
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.50"}
 THREADS = 8
 PROJECT = "3e0c4d55-6a1f-4b9e-8d21-7f5a2c9b0e31"
 USER = "a7b2e4f6-1c3d-4e5f-9a8b-0c1d2e3f4a52"
-INITIAL = {  # provider index -> class -> amount, given by the PUT
-    0: {"VCPU": 50, "MEMORY_MB": 5000},
-    1: {"VCPU": 50, "MEMORY_MB": 5000},
-}
-# (count, add, remove): each is {provider index: {class: amount}}. Per provider
-# and class the removes add up to less than INITIAL: never below zero.
-PLAN = [
-    (20, {0: {"VCPU": 1}}, {}),
-    (20, {}, {0: {"VCPU": 1}}),
-    (15, {1: {"MEMORY_MB": 256}}, {}),
-    (15, {}, {1: {"MEMORY_MB": 128}}),
-    (10, {2: {"VCPU": 2}}, {}),  # provider 2 has nothing until these
-    (10, {0: {"MEMORY_MB": 64}}, {1: {"VCPU": 1}}),
-    (10, {2: {"MEMORY_MB": 32}}, {0: {"MEMORY_MB": 16}}),
-]
-PATCHES = sum(count for count, _add, _remove in PLAN)
 
 
-_ENGINES: list[sa.engine.Engine] = []
-
-
-@pytest.fixture(autouse=True)
-def _dispose_engines():
-    """Close this test's connections, so the database can be dropped at exit."""
-    yield
-    while _ENGINES:
-        _ENGINES.pop().dispose()
-
-
-def _servers(test_db, count: int = 2) -> list[httpx.Client]:
-    """``count`` applications, each with its own engine, over one database."""
-    clients = []
-    for _ in range(count):
-        _ENGINES.append(create_engine(test_db.url))
-        application = app.create_app(fixtures.make_conf(), Database(_ENGINES[-1]))
-        clients.append(fixtures.api_client(application, headers=HEADERS))
-    return clients
+@pytest.fixture
+def clients(test_db):
+    """Two applications over the test database, each with its own engine (as
+    two API hosts would be)."""
+    with fixtures.servers_over(test_db.url, headers=HEADERS) as made:
+        yield made
 
 
 def _provider(client: httpx.Client, name: str) -> str:
@@ -86,37 +54,6 @@ def _provider(client: httpx.Client, name: str) -> str:
     )
     assert put.status_code == 200, put.text
     return rp_uuid
-
-
-def _named(amounts: dict[int, dict[str, int]], providers: list[str]) -> dict:
-    return {providers[i]: {"resources": dict(res)} for i, res in amounts.items()}
-
-
-def expected_holdings(providers: list[str]) -> dict[str, dict[str, int]]:
-    """What the consumer holds once the PUT and every PATCH of PLAN applied."""
-    held: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for i, res in INITIAL.items():
-        held[providers[i]].update(res)
-    for count, add, remove in PLAN:
-        for _ in range(count):
-            for i, res in add.items():
-                held[providers[i]].update(res)
-            for i, res in remove.items():
-                held[providers[i]].subtract(res)
-    return {rp: {rc: n for rc, n in res.items() if n} for rp, res in held.items()}
-
-
-def patch_bodies(providers: list[str]) -> list[dict]:
-    bodies = []
-    for count, add, remove in PLAN:
-        body = {}
-        if add:
-            body["add"] = _named(add, providers)
-        if remove:
-            body["remove"] = _named(remove, providers)
-        bodies += [body] * count
-    random.Random(50).shuffle(bodies)
-    return bodies
 
 
 def test_the_plan_never_goes_below_zero_and_changes_every_class():
@@ -137,17 +74,16 @@ def test_the_plan_never_goes_below_zero_and_changes_every_class():
         "p1": {"VCPU": 40, "MEMORY_MB": 5000 + 15 * 256 - 15 * 128},
         "p2": {"VCPU": 20, "MEMORY_MB": 320},
     }
-    assert len(patch_bodies(providers)) == PATCHES == 100
+    assert len(patch_bodies(providers, seed=50)) == PATCHES == 100
 
 
-def test_concurrent_patches_on_one_consumer_all_apply(test_db):
-    clients = _servers(test_db)
+def test_concurrent_patches_on_one_consumer_all_apply(test_db, clients):
     providers = [_provider(clients[i % 2], f"delta-{i}-{uuid.uuid4().hex[:8]}") for i in range(3)]
     consumer = str(uuid.uuid4())
     put = clients[0].put(
         f"/allocations/{consumer}",
         json={
-            "allocations": _named(INITIAL, providers),
+            "allocations": named(INITIAL, providers),
             "project_id": PROJECT,
             "user_id": USER,
             "consumer_generation": None,
@@ -159,7 +95,7 @@ def test_concurrent_patches_on_one_consumer_all_apply(test_db):
     assert start.status_code == 200, start.text
     first_generation = start.json()["consumer_generation"]
 
-    bodies = patch_bodies(providers)
+    bodies = patch_bodies(providers, seed=50)
     answers: list[httpx.Response | None] = [None] * len(bodies)
     errors: list[str] = []
     next_index = iter(range(len(bodies)))

@@ -23,10 +23,7 @@ import uuid
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
-from placement_svc import app
-from placement_svc.db.engine import Database, create_engine
 from tests.support import fixtures
 
 WRITERS = 8
@@ -34,23 +31,13 @@ V149 = {"openstack-api-version": "placement 1.49"}
 PROJECT = "6f2f2bd3-0d5c-4d7e-9a36-2b6a0b2c3f11"
 USER = "0b1c4c4e-8a5e-4a8a-b8e5-8e3f6f3c1d22"
 
-_ENGINES: list[sa.engine.Engine] = []
 
-
-@pytest.fixture(autouse=True)
-def _dispose_engines():
-    yield
-    while _ENGINES:
-        _ENGINES.pop().dispose()
-
-
-def _servers(test_db, count=2) -> list[httpx.Client]:
-    clients = []
-    for _ in range(count):
-        _ENGINES.append(create_engine(test_db.url))
-        db = Database(_ENGINES[-1])
-        clients.append(fixtures.api_client(app.create_app(fixtures.make_conf(), db)))
-    return clients
+@pytest.fixture
+def clients(test_db):
+    """Two applications over the test database, each with its own engine (as
+    two API hosts would be)."""
+    with fixtures.servers_over(test_db.url, headers=fixtures.ADMIN_HEADERS) as made:
+        yield made
 
 
 def _all_at_once(calls) -> list[httpx.Response]:
@@ -100,8 +87,7 @@ def _assert_one_winner(answers):
     return next(a for a in answers if a.status_code == 200)
 
 
-def test_many_making_one_new_tree_give_one_tree_and_stale_answers(test_db):
-    clients = _servers(test_db)
+def test_many_making_one_new_tree_give_one_tree_and_stale_answers(test_db, clients):
     root = str(uuid.uuid4())
     body = _tree(root, 4)
     winner = _assert_one_winner(
@@ -112,8 +98,7 @@ def test_many_making_one_new_tree_give_one_tree_and_stale_answers(test_db):
     assert len(read.json()["providers"]) == 5
 
 
-def test_many_changing_one_tree_from_one_read_give_one_change(test_db):
-    clients = _servers(test_db)
+def test_many_changing_one_tree_from_one_read_give_one_change(test_db, clients):
     root = str(uuid.uuid4())
     made = clients[0].put(f"/resource_provider_trees/{root}", json=_tree(root, 4), headers=V149)
     assert made.status_code == 200, made.text
@@ -133,8 +118,7 @@ def test_many_changing_one_tree_from_one_read_give_one_change(test_db):
     assert [p["generation"] for p in read["providers"]] == [1] * 5
 
 
-def test_a_child_deleted_while_claims_race_it_keeps_no_claim(test_db):
-    clients = _servers(test_db)
+def test_a_child_deleted_while_claims_race_it_keeps_no_claim(test_db, clients):
     root = str(uuid.uuid4())
     made = clients[0].put(f"/resource_provider_trees/{root}", json=_tree(root, 2), headers=V149)
     assert made.status_code == 200, made.text

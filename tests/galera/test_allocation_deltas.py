@@ -24,7 +24,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
-import random
 import re
 import threading
 import time
@@ -35,6 +34,7 @@ import pytest
 import sqlalchemy as sa
 
 from placement_svc.db import tables
+from tests.support.deltas import INITIAL, PATCHES, expected_holdings, named, patch_bodies
 from tests.support.servers import run, serving, write_conf
 
 pytestmark = pytest.mark.slow
@@ -43,54 +43,8 @@ HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.50"}
 PROJECT = "5d3c2b1a-0f9e-4d8c-b7a6-958473625140"
 USER = "e1d2c3b4-a5f6-4789-8a0b-1c2d3e4f5061"
 THREADS = 8
-INITIAL = {  # provider index -> class -> amount, given by the PUT
-    0: {"VCPU": 50, "MEMORY_MB": 5000},
-    1: {"VCPU": 50, "MEMORY_MB": 5000},
-}
-# (count, add, remove), each {provider index: {class: amount}}. Per provider and class
-# the removes add up to less than INITIAL: never below zero, whatever the order.
-PLAN = [
-    (20, {0: {"VCPU": 1}}, {}),
-    (20, {}, {0: {"VCPU": 1}}),
-    (15, {1: {"MEMORY_MB": 256}}, {}),
-    (15, {}, {1: {"MEMORY_MB": 128}}),
-    (10, {2: {"VCPU": 2}}, {}),  # provider 2 has nothing until these
-    (10, {0: {"MEMORY_MB": 64}}, {1: {"VCPU": 1}}),
-    (10, {2: {"MEMORY_MB": 32}}, {0: {"MEMORY_MB": 16}}),
-]
 # The service's INFO line each time it runs a transaction again (db/engine.py): its cause.
 RETRIED = re.compile(r"retrying transaction \(attempt \d+\) after: (.{0,60})")
-PATCHES = sum(count for count, _add, _remove in PLAN)
-
-
-def _named(amounts: dict[int, dict[str, int]], providers: list[str]) -> dict:
-    return {providers[i]: {"resources": dict(res)} for i, res in amounts.items()}
-
-
-def expected_holdings(providers: list[str]) -> dict[str, dict[str, int]]:
-    held: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for i, res in INITIAL.items():
-        held[providers[i]].update(res)
-    for count, add, remove in PLAN:
-        for _ in range(count):
-            for i, res in add.items():
-                held[providers[i]].update(res)
-            for i, res in remove.items():
-                held[providers[i]].subtract(res)
-    return {rp: {rc: n for rc, n in res.items() if n} for rp, res in held.items()}
-
-
-def patch_bodies(providers: list[str]) -> list[dict]:
-    bodies = []
-    for count, add, remove in PLAN:
-        body = {}
-        if add:
-            body["add"] = _named(add, providers)
-        if remove:
-            body["remove"] = _named(remove, providers)
-        bodies += [body] * count
-    random.Random(150).shuffle(bodies)
-    return bodies
 
 
 def node_holdings(url: str, consumer: str) -> tuple[dict, int | None]:
@@ -160,7 +114,7 @@ def test_concurrent_patches_through_two_hosts_over_galera(galera, tmp_path):
         put = http[2].put(
             f"/allocations/{consumer}",
             json={
-                "allocations": _named(INITIAL, providers),
+                "allocations": named(INITIAL, providers),
                 "project_id": PROJECT,
                 "user_id": USER,
                 "consumer_generation": None,
@@ -172,7 +126,7 @@ def test_concurrent_patches_through_two_hosts_over_galera(galera, tmp_path):
         assert start.status_code == 200, start.text
         first_generation = start.json()["consumer_generation"]
 
-        bodies = patch_bodies(providers)
+        bodies = patch_bodies(providers, seed=150)
         answers: list[tuple[int, int, dict | str] | None] = [None] * len(bodies)
         errors: list[str] = []
         next_index = iter(range(len(bodies)))

@@ -11,9 +11,11 @@ other's data.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import uuid
+from collections.abc import Iterator
 
 import httpx
 from gabbi import fixture
@@ -204,6 +206,21 @@ def api_client(application, headers=ADMIN_HEADERS):
         base_url="http://placement.test",
         headers=headers,
     )
+
+
+@contextlib.contextmanager
+def servers_over(url: str, count: int = 2, headers=ADMIN_HEADERS) -> Iterator[list[httpx.Client]]:
+    """``count`` applications over the database at ``url``, each with its own
+    engine (as so many API hosts would be), a client for each; their
+    connections closed at the end, so the database can be dropped."""
+    engines = [create_engine(url) for _ in range(count)]
+    try:
+        yield [
+            api_client(app.create_app(make_conf(), Database(engine)), headers) for engine in engines
+        ]
+    finally:
+        for engine in engines:
+            engine.dispose()
 
 
 class UntouchableDatabase:
