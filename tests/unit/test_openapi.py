@@ -21,6 +21,7 @@ from placement_svc.schemas import (
     allocation,
     allocation_candidate,
     inventory,
+    provider_tree,
     reshaper,
     resource_class,
     resource_provider,
@@ -285,6 +286,10 @@ def test_request_bodies_are_the_schemas_the_handlers_validate_with(newest):
         ("/allocations/{consumer_uuid}", "put"): allocation.for_version(newest).put,
         ("/reshaper", "post"): reshaper.for_version(newest),
     }
+    if newest >= mv.TREE_WRITES:
+        expected[("/resource_provider_trees/{root_uuid}", "put")] = provider_tree.TREE
+    if newest >= mv.ALLOCATION_DELTAS:
+        expected[("/allocations/{consumer_uuid}", "patch")] = allocation.PATCH_V1_50
     for (template, method), schema in expected.items():
         assert request_body(doc, template, method) is schema, (method, template)
     with_body = {
