@@ -173,6 +173,7 @@ def call(http, method, path, token, roles=None, system_scope=False):
     url = (
         path.replace("{uuid}", str(uuid.uuid4()))
         .replace("{consumer_uuid}", str(uuid.uuid4()))
+        .replace("{root_uuid}", str(uuid.uuid4()))
         .replace("{resource_class}", "VCPU")
         .replace("{name}", "CUSTOM_GOLD")
     )
@@ -183,7 +184,7 @@ def call(http, method, path, token, roles=None, system_scope=False):
         headers["x-roles"] = roles
     if system_scope:
         headers["openstack-system-scope"] = "all"
-    body = b"{}" if method in ("PUT", "POST") else None
+    body = b"{}" if method in ("PUT", "POST", "PATCH") else None
     if body is not None:
         headers["content-type"] = "application/json"
     return http.request(method, url, headers=headers, content=body)

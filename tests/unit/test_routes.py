@@ -38,6 +38,7 @@ def call(http, method, template, version):
     url = (
         template.replace("{uuid}", str(uuid.uuid4()))
         .replace("{consumer_uuid}", str(uuid.uuid4()))
+        .replace("{root_uuid}", str(uuid.uuid4()))
         .replace("{resource_class}", "VCPU")
         .replace("{name}", "CUSTOM_GOLD")
     )
@@ -66,8 +67,9 @@ def before(version: Version) -> Version:
 
 
 def test_the_later_operations_are_the_ones_upstream_and_we_added_later():
-    assert len(LATER) == 20
+    assert len(LATER) == 22
     assert ("/allocation_candidates/explain", "GET", mv.CANDIDATES_EXPLAIN) in LATER
+    assert ("/resource_provider_trees/{root_uuid}", "PUT", mv.TREE_WRITES) in LATER
     assert ("/resource_classes/{name}", "DELETE", mv.RESOURCE_CLASSES) in LATER
 
 
@@ -89,6 +91,13 @@ def test_a_method_of_our_own_joins_the_allow_header_at_its_microversion(http):
     assert call(http, "PATCH", "/allocations", mv.BULK_ALLOCATIONS).headers["allow"] == (
         "POST, GET"
     )
+
+
+def test_patch_joins_a_consumer_s_allow_header_at_1_50(http):
+    early = call(http, "PATCH", "/allocations/{consumer_uuid}", before(mv.ALLOCATION_DELTAS))
+    assert (early.status_code, early.headers["allow"]) == (405, "GET, PUT, DELETE")
+    later = call(http, "POST", "/allocations/{consumer_uuid}", mv.ALLOCATION_DELTAS)
+    assert (later.status_code, later.headers["allow"]) == (405, "GET, PUT, PATCH, DELETE")
 
 
 def test_a_url_of_our_own_is_a_404_for_any_method_before_it_appears(http):
