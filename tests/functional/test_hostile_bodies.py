@@ -16,7 +16,13 @@ from placement_svc.http import reading
 from tests.support import fixtures
 
 UUID = "4e8e5957-649f-477b-9e5b-f1f75b21c03c"
-PARAMS = {"uuid": UUID, "consumer_uuid": UUID, "name": "CUSTOM_HOSTILE", "resource_class": "VCPU"}
+PARAMS = {
+    "uuid": UUID,
+    "consumer_uuid": UUID,
+    "root_uuid": UUID,
+    "name": "CUSTOM_HOSTILE",
+    "resource_class": "VCPU",
+}
 
 
 # PUT of a trait or (from 1.7) of a resource class reads no body at all.
@@ -26,7 +32,7 @@ BODILESS = {("PUT", "/traits/{name}"), ("PUT", "/resource_classes/{name}")}
 def _writes():
     for route, operation in routes.operations():
         method = operation.method
-        if method in ("PUT", "POST") and (method, route.template) not in BODILESS:
+        if method in ("PUT", "POST", "PATCH") and (method, route.template) not in BODILESS:
             yield method, route.template.format(**PARAMS)
 
 
