@@ -243,6 +243,7 @@ def create_app(conf, db: Database | None = None):
     if counts is not None and db.on_retry is None:
         # Reports to whichever application serves the request (metrics.CURRENT).
         db.on_retry = metrics.db_retry
+        db.on_holds = metrics.hold_events
     enforcer = policy.make_enforcer(conf)  # a bad policy file stops us here
     application = create_falcon_app(db, conf, enforcer, counts)
     if conf.api.auth_strategy == "noauth2":

@@ -22,6 +22,7 @@ RESOURCE_PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
 ILLEGAL_DUPLICATE_QUERYPARAM = "placement.query.duplicate_key"
 QUERYPARAM_BAD_VALUE = "placement.query.bad_value"
 QUERYPARAM_MISSING_VALUE = "placement.query.missing_value"
+HOLD_EXPIRED = "placement.hold.expired"  # placement-svc's own (1.51)
 
 # The first sentence of each error's detail: what webob says upstream.
 EXPLANATIONS = {

@@ -79,8 +79,11 @@ CONDITIONAL_READS = _v(47)  # ETag and If-None-Match (304) on provider-scoped re
 RANKED_CANDIDATES = _v(48)  # sort=, prefer=, prefer_member_of=, per_root= and "rank"
 TREE_WRITES = _v(49)  # GET and PUT /resource_provider_trees/{root_uuid}: a whole tree at once
 ALLOCATION_DELTAS = _v(50)  # PATCH /allocations/{consumer_uuid}: add and remove amounts
+HOLDS = _v(
+    51
+)  # "hold": {"ttl"} on allocation writes, .../confirm, held=true: allocations that expire
 
-MAX_VERSION = ALLOCATION_DELTAS  # the newest this service can serve
+MAX_VERSION = HOLDS  # the newest this service can serve
 VERSIONS = [f"1.{minor}" for minor in range(MIN_VERSION.minor, MAX_VERSION.minor + 1)]
 
 

@@ -41,6 +41,7 @@ def wanted_for(consumer_uuid: str, body: dict) -> Wanted:
         user_id=body.get("user_id"),
         generation=body.get("consumer_generation"),
         consumer_type=body.get("consumer_type"),
+        hold_ttl=body["hold"]["ttl"] if "hold" in body else None,
     )
 
 

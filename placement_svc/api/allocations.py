@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 import uuid as uuidlib
 from functools import partial
@@ -18,7 +19,7 @@ from placement_svc.api.wording import no_provider
 from placement_svc.db.exceptions import ConsumerMoved, ProviderNotFound, UnknownResourceClass
 from placement_svc.http import answering, reading
 from placement_svc.ops import allocations as ops
-from placement_svc.ops.exceptions import NoAllocations, OwnerMissing, RemovingTooMuch
+from placement_svc.ops.exceptions import HoldExpired, NoAllocations, OwnerMissing, RemovingTooMuch
 from placement_svc.policies import allocations as policies
 from placement_svc.uuidutil import is_uuid_like
 
@@ -34,6 +35,12 @@ def _words(fact: Exception, action: str, consumer_uuid: str = "") -> errors.Plac
             return errors.BadRequest(
                 f"Unable to remove {removing} {rc} from resource provider {rp_uuid}: "
                 f"consumer {uuid} holds {held}."
+            )
+        case HoldExpired(uuid):
+            return errors.Conflict(
+                f"The hold of consumer {uuid} expired before it was confirmed: its "
+                "allocations are gone.",
+                code=errors.HOLD_EXPIRED,
             )
         case OwnerMissing(uuid):
             return errors.BadRequest(
@@ -56,6 +63,12 @@ def _words(fact: Exception, action: str, consumer_uuid: str = "") -> errors.Plac
                 f"Unable to allocate inventory No such resource class {names[0]}."
             )
     return write_words(fact, CHANGED_WHILE_ALLOCATING)
+
+
+def _rfc3339(microseconds: int) -> str:
+    """A hold's expiry (microseconds since the epoch) as RFC 3339, in UTC."""
+    moment = datetime.datetime.fromtimestamp(microseconds / 1e6, datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _amounts(by_provider: dict) -> dict[str, dict[str, int]]:
@@ -86,11 +99,16 @@ def consumer_body(consumer, found, version) -> dict:
             body["consumer_generation"] = consumer.generation
         if version >= mv.CONSUMER_TYPES:
             body["consumer_type"] = consumer.type_name
+        if version >= mv.HOLDS:  # every allocation of a held consumer is held
+            at = found[0].hold_expires_at
+            body["hold"] = {"expires_at": _rfc3339(at)} if at is not None else None
     return body
 
 
-# GET /allocations (1.46): the three ways to say whose allocations to read.
+# GET /allocations (1.46): the three ways to say whose allocations to read;
+# and from 1.51 whether only the held ones, or only the others.
 CONSUMERS, PROVIDERS, TREE = "consumer_uuid", "resource_provider_uuid", "in_tree"
+HELD = "held"
 MAX_BULK_UUIDS = 1000
 # Every read obeys its own rule (issue 28). Each form stands for single reads,
 # and needs the rules of all of them:
@@ -110,6 +128,19 @@ _DASHED_UUID = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$
 
 def _bad_query(problem: str, code: str = errors.QUERYPARAM_BAD_VALUE) -> errors.BadRequest:
     return errors.BadRequest(f"Invalid query string parameters: {problem}", code=code)
+
+
+def _held(params: dict[str, list[str]]) -> bool | None:
+    """held=true or held=false (1.51), given once; None: not asked."""
+    values = params.get(HELD)
+    if values is None:
+        return None
+    if len(values) > 1:
+        raise _bad_query(f"{HELD} is given {len(values)} times; give it once.",
+                         errors.ILLEGAL_DUPLICATE_QUERYPARAM)  # fmt: skip
+    if values[0] not in ("true", "false"):
+        raise _bad_query(f"Expected '{HELD}' to be true or false. Got: {values[0]!r}")
+    return values[0] == "true"
 
 
 def bulk_query(params: dict[str, list[str]]) -> tuple[str, list[str]]:
@@ -177,7 +208,9 @@ class Allocations:
         version = reading.version(req)
         reading.check_accept(req)
         reading.authorize(req)
-        form, uuids = bulk_query(reading.declared_query(req))
+        query = reading.declared_query(req)
+        held = _held(query)
+        form, uuids = bulk_query({k: v for k, v in query.items() if k != HELD})
         if form in BY_PROVIDER:
             req.context.placement.can(policies.RP_ALLOC_LIST)
         if form == CONSUMERS:
@@ -186,11 +219,17 @@ class Allocations:
             work = partial(ops.for_providers, provider_uuids=uuids)
         else:
             work = partial(ops.for_providers, in_tree=uuids[0])
-        held = self.db.read(work)
-        body = {uuid: consumer_body(c, found, version) for uuid, (c, found) in held.items()}
+        holdings = self.db.read(work)
+        if held is not None:  # 1.51: only those whose allocations are (or are not) held
+            holdings = {
+                uuid: (c, found)
+                for uuid, (c, found) in holdings.items()
+                if found and (found[0].hold_expires_at is not None) == held
+            }
+        body = {uuid: consumer_body(c, found, version) for uuid, (c, found) in holdings.items()}
         answering.render(resp, {"allocations": body})
         answering.cache_headers(
-            req, resp, answering.newest(a for _c, found in held.values() for a in found)
+            req, resp, answering.newest(a for _c, found in holdings.values() for a in found)
         )
 
     def for_provider(self, req, resp, uuid):
@@ -266,6 +305,25 @@ class Allocations:
         with answering.worded(_words, "patch", consumer_uuid):
             consumer, found = self.db.write(work)
         answering.render(resp, consumer_body(consumer, found, version))
+
+    def confirm(self, req, resp, consumer_uuid):
+        """POST /allocations/{consumer_uuid}/confirm (1.51): a held
+        consumer's allocations made permanent."""
+        if req.content_length:  # a body, optional, must be JSON
+            reading.require_json(req)
+        reading.authorize(req)
+        if not is_uuid_like(consumer_uuid):
+            raise errors.BadRequest(f"Malformed consumer_uuid: {consumer_uuid}")
+        data = reading.read_body(req) if req.content_length else {}
+        work = partial(
+            ops.confirm,
+            consumer_uuid=str(uuidlib.UUID(consumer_uuid)),
+            check_generation="consumer_generation" in data,
+            generation=data.get("consumer_generation"),
+        )
+        with answering.worded(_words, "confirm", consumer_uuid):
+            self.db.write(work)
+        answering.no_content(resp)
 
     def delete(self, req, resp, consumer_uuid):
         reading.authorize(req)

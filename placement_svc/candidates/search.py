@@ -13,7 +13,7 @@ provider summaries (summaries.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,7 +24,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from placement_svc.candidates import rooms, world
 from placement_svc.candidates.model import Found, UnknownNames
 from placement_svc.candidates.request import Request
-from placement_svc.db import names, tables
+from placement_svc.db import holds, names, tables
 
 ALLOC = tables.allocations
 # A ranked search reads the usage of at most this many providers by id (an
@@ -181,18 +181,18 @@ def used_amounts(
     if not rc_ids:
         return used
     if id_range is None:
-        rows = conn.execute(_USED_DENSE if dense else _USED, {"classes": rc_ids})
+        rows = conn.execute(_USED_DENSE if dense else _USED, {"classes": rc_ids}).all()
     else:
         lowest, highest = id_range
         rows = conn.execute(
             _USED_IN_RANGE, {"classes": rc_ids, "lowest": lowest, "highest": highest}
-        )
+        ).all()
     if len(rc_ids) == 1:  # a dict made in one go (a ranked search's sort class of every tree)
-        used[rc_ids[0]] = {pid: int(amount) for pid, _rc_id, amount in rows.all()}
-        return used
-    for pid, rc_id, amount in rows.all():
-        used[rc_id][pid] = int(amount)
-    return used
+        used[rc_ids[0]] = {pid: int(amount) for pid, _rc_id, amount in rows}
+    else:
+        for pid, rc_id, amount in rows:
+            used[rc_id][pid] = int(amount)
+    return _less_lapsed(used, rows)
 
 
 def used_of(conn: Connection, rc_ids: list[int], providers: list[int]) -> dict[int, dict[int, int]]:
@@ -201,9 +201,29 @@ def used_of(conn: Connection, rc_ids: list[int], providers: list[int]) -> dict[i
     used: dict[int, dict[int, int]] = {rc_id: {} for rc_id in rc_ids}
     if not rc_ids or not providers:
         return used
-    rows = conn.execute(_USED_OF, {"classes": rc_ids, "providers": providers})
-    for pid, rc_id, amount in rows.all():
+    rows = conn.execute(_USED_OF, {"classes": rc_ids, "providers": providers}).all()
+    for pid, rc_id, amount in rows:
         used[rc_id][pid] = int(amount)
+    return _less_lapsed(used, rows)
+
+
+def _less_lapsed(used: dict[int, dict[int, int]], rows: Sequence[Any]) -> dict[int, dict[int, int]]:
+    """``used`` as the rows sum it. A read of usage is the grouped sum of
+    every allocation, then (UNION ALL) the negated sums of those of holds
+    that have expired (1.51): none, nearly always, so each (provider, class)
+    comes once and ``used`` holds it as read. When some come twice, they are
+    summed instead (an expired hold's allocations count for nothing)."""
+    if sum(len(by_provider) for by_provider in used.values()) == len(rows):
+        return used
+    for by_provider in used.values():
+        by_provider.clear()
+    for pid, rc_id, amount in rows:
+        by_provider = used[rc_id]
+        left = by_provider.get(pid, 0) + int(amount)
+        if left:
+            by_provider[pid] = left
+        else:
+            by_provider.pop(pid, None)
     return used
 
 
@@ -229,33 +249,40 @@ def _scan_indexed_sqlite(element: _ScanIndexed, compiler: Any, **kw: Any) -> str
     return "+" + str(compiler.process(element.clauses, **kw))
 
 
-def _used_statement(in_range: bool, dense: bool = False) -> sa.Select[Any]:
-    """used_amounts' read, built once (every candidates request runs it)."""
+def _used_statement(in_range: bool, dense: bool = False, of: bool = False) -> Any:
+    """used_amounts' (or, ``of``, used_of's) read, built once (every
+    candidates request runs it): the grouped sums of every allocation of the
+    classes, then those of holds that have expired (1.51), negated, read by
+    the consumers' index (see _less_lapsed): the first stays a scan of the
+    covering index."""
     rc_id: Any = _ScanIndexed(ALLOC.c.resource_class_id) if dense else ALLOC.c.resource_class_id
-    stmt = sa.select(
-        ALLOC.c.resource_provider_id,
-        ALLOC.c.resource_class_id,
-        sa.func.sum(ALLOC.c.used),
-    ).where(rc_id.in_(sa.bindparam("classes", expanding=True)))
+    classes: Any = sa.bindparam("classes", expanding=True)
+    where = []
     if in_range:
-        stmt = stmt.where(
+        where.append(
             ALLOC.c.resource_provider_id.between(sa.bindparam("lowest"), sa.bindparam("highest"))
         )
-    return stmt.group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+    if of:
+        where.append(ALLOC.c.resource_provider_id.in_(sa.bindparam("providers", expanding=True)))
+    keys = (ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+    every = (
+        sa.select(*keys, sa.func.sum(ALLOC.c.used))
+        .where(rc_id.in_(classes), *where)
+        .group_by(*keys)
+    )
+    lapsed = (
+        sa.select(*keys, -sa.func.sum(ALLOC.c.used))
+        .where(
+            ALLOC.c.consumer_id.in_(holds.expired_consumers()),
+            ALLOC.c.resource_class_id.in_(classes),
+            *where,
+        )
+        .group_by(*keys)
+    )
+    return sa.union_all(every, lapsed)
 
 
 _USED = _used_statement(in_range=False)
 _USED_IN_RANGE = _used_statement(in_range=True)
 _USED_DENSE = _used_statement(in_range=False, dense=True)
-_USED_OF = (
-    sa.select(
-        ALLOC.c.resource_provider_id,
-        ALLOC.c.resource_class_id,
-        sa.func.sum(ALLOC.c.used),
-    )
-    .where(
-        ALLOC.c.resource_class_id.in_(sa.bindparam("classes", expanding=True)),
-        ALLOC.c.resource_provider_id.in_(sa.bindparam("providers", expanding=True)),
-    )
-    .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-)
+_USED_OF = _used_statement(in_range=False, of=True)

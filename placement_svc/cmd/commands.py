@@ -37,7 +37,7 @@ def db_sync(conf, args) -> None:
 
 def db_hand_back(conf, args) -> None:
     dropped = hand_back_database(conf)
-    own = f" Dropped {', '.join(dropped)} (placement-svc's own, no cloud data)." if dropped else ""
+    own = f" Dropped placement-svc's own tables: {'; '.join(dropped)}." if dropped else ""
     print(
         f"The database is at upstream OpenStack Placement's schema revision "
         f"{UPSTREAM_HEAD}: openstack-placement 16.0.0 serves it.{own} Run "

@@ -21,13 +21,14 @@ own migrations refuse it too, and its online data migration fills them).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from placement_svc.db import shape_changes, tables
+from placement_svc.db import holds, shape_changes, tables
 
 if TYPE_CHECKING:
     from alembic.migration import MigrationContext
@@ -77,7 +78,7 @@ UPSTREAM_INDEXES = (
 )
 # placement-svc's own tables, newest revision first (world_generation was
 # revision 0002's).
-OWN_TABLES = ("world_changes", "world_generation")
+OWN_TABLES = ("world_changes", "world_generation", "allocation_holds")
 
 
 class NotAdoptable(Exception):
@@ -194,8 +195,15 @@ def hand_back(engine: Engine, our_head: str) -> list[str]:
                 # The triggers first: upstream's writes would move a table
                 # that is no longer there.
                 shape_changes.drop(conn)
+            what = f"{table} and its triggers" if table == shape_changes.TABLE else table
+            if table == tables.allocation_holds.name:
+                # Upstream has no holds: an expired one's allocations go
+                # now, a live one's stay as ordinary allocations.
+                freed = holds.sweep(conn, [], at_most=sys.maxsize).freed
+                kept = conn.execute(sa.select(sa.func.count()).select_from(holds.HOLD)).scalar()
+                what += f" ({len(freed)} expired holds freed, {kept} kept as allocations)"
             ops.drop_table(table)
-            dropped.append(f"{table} and its triggers" if table == shape_changes.TABLE else table)
+            dropped.append(what)
         _create_missing(ops, _indexes(conn), UPSTREAM_INDEXES)
         _stamp(conn, UPSTREAM_HEAD)
     return dropped

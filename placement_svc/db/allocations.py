@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import consumers, tables
+from placement_svc.db import consumers, holds, tables
 from placement_svc.db.consumers import Consumer
 from placement_svc.db.exceptions import ConcurrentUpdate
 from placement_svc.db.providers import Provider
@@ -37,6 +37,9 @@ class Allocation:
     used: int
     created_at: datetime.datetime | None
     updated_at: datetime.datetime | None
+    # When the consumer's hold expires (1.51; microseconds since the epoch by
+    # the database's clock); None: the allocation is confirmed.
+    hold_expires_at: int | None = None
 
     @property
     def modified(self) -> datetime.datetime | None:
@@ -53,6 +56,11 @@ class Wanted:
     user_id: str | None = None
     generation: int | None = None  # checked only when check_generation is asked for
     consumer_type: str | None = None  # None: leave the consumer's type alone
+    # 1.51: hold the allocations this many seconds (made or extended); None:
+    # they are permanent (a hold the consumer had is confirmed), unless
+    # ``keep_hold`` (an allocation delta leaves the consumer's hold as it is).
+    hold_ttl: int | None = None
+    keep_hold: bool = False
 
     def owner_ids(self, incomplete: tuple[str, str]) -> tuple[str, str]:
         """(project, user): the request's, or the configured ``incomplete`` ones
@@ -72,12 +80,15 @@ _SELECT = (
         RP.c.generation.label("provider_generation"),
         RC.c.name.label("resource_class"),
         consumers.CONSUMER.c.generation.label("consumer_generation"),
+        holds.HOLD.c.expires_at.label("hold_expires_at"),
     )
     .select_from(
         ALLOC.join(RP, RP.c.id == ALLOC.c.resource_provider_id)
         .join(RC, RC.c.id == ALLOC.c.resource_class_id)
         .join(consumers.CONSUMER, consumers.CONSUMER.c.uuid == ALLOC.c.consumer_id)
+        .outerjoin(holds.HOLD, holds.HOLD.c.consumer_id == ALLOC.c.consumer_id)
     )
+    .where(holds.live())  # a hold that has expired is gone for every read (1.51)
     .order_by(ALLOC.c.id)
 )
 
@@ -96,6 +107,7 @@ def _record(row: sa.Row) -> Allocation:
         used=row.used,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        hold_expires_at=row.hold_expires_at,
     )
 
 
@@ -167,8 +179,10 @@ def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
     """DELETE /allocations/{consumer}: no generations involved, as upstream."""
     if not _nameable(consumer_uuid):
         return False
+    holds.sweep(conn, [consumer_uuid], at_most=0)  # a hold that expired is gone already
     result = conn.execute(sa.delete(ALLOC).where(ALLOC.c.consumer_id == consumer_uuid))
     consumers.delete_unused(conn, [consumer_uuid])
+    holds.release(conn, [consumer_uuid])
     return result.rowcount > 0
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import tables
+from placement_svc.db import holds, tables
 
 INV = tables.inventories
 ALLOC = tables.allocations
@@ -37,6 +37,7 @@ _USAGE = (
     .where(
         ALLOC.c.resource_provider_id.in_(_ids("provider_ids")),
         ALLOC.c.resource_class_id.in_(_ids("rc_ids")),
+        holds.live(),  # a hold that has expired holds nothing (1.51)
     )
     .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
 )

@@ -24,6 +24,7 @@ from placement_svc.db.exceptions import ConsumerChanged
 from placement_svc.db.records import inserted_id
 
 CONSUMER = tables.consumers
+HOLD = tables.allocation_holds
 PROJECT = tables.projects
 USER = tables.users
 CONSUMER_TYPE = tables.consumer_types
@@ -298,3 +299,6 @@ def delete_unused(conn: Connection, uuids: Iterable[str]) -> None:
         return
     has_allocations = sa.exists().where(ALLOC.c.consumer_id == CONSUMER.c.uuid)
     conn.execute(sa.delete(CONSUMER).where(CONSUMER.c.uuid.in_(wanted), ~has_allocations))
+    # Nor a hold (1.51): a consumer made again later starts without one.
+    holding = sa.exists().where(ALLOC.c.consumer_id == HOLD.c.consumer_id)
+    conn.execute(sa.delete(HOLD).where(HOLD.c.consumer_id.in_(wanted), ~holding))

@@ -14,8 +14,8 @@ from collections.abc import Collection
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from placement_svc.db import holds, tables
 from placement_svc.db import inventories as inventories_store
-from placement_svc.db import tables
 from placement_svc.db.inventories import Inventory
 
 INV = tables.inventories
@@ -81,7 +81,7 @@ def used(conn: Connection, ids: Collection[int]) -> dict[int, dict[str, int]]:
     rows = conn.execute(
         sa.select(ALLOC.c.resource_provider_id, RC.c.name, sa.func.sum(ALLOC.c.used))
         .join(RC, RC.c.id == ALLOC.c.resource_class_id)
-        .where(ALLOC.c.resource_provider_id.in_(sorted(ids)))
+        .where(ALLOC.c.resource_provider_id.in_(sorted(ids)), holds.live())
         .group_by(ALLOC.c.resource_provider_id, RC.c.name)
     )
     for pid, name, amount in rows:

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DataError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from placement_svc.db import tables
+from placement_svc.db import holds, tables
 from placement_svc.db.exceptions import DatabaseUnavailable, UnstorableValue
 from placement_svc.db.retries import (
     GAVE_UP,
@@ -297,6 +297,8 @@ class Database:
         self.backend = engine.dialect.name
         # Told the reason (see retry_reason) each time a unit of work runs again.
         self.on_retry = on_retry
+        # What committed transactions did to holds (1.51): {event: count}.
+        self.on_holds: Callable[[dict[str, int]], None] | None = None
 
     def read(self, fn: Callable[[Connection], T]) -> T:
         return self._run(fn, write=False)
@@ -327,8 +329,13 @@ class Database:
                     connected = True
                     if self.backend == "sqlite":
                         conn.info["sqlite_begin"] = "IMMEDIATE" if write else "DEFERRED"
+                    conn.info.pop(holds.EVENTS, None)  # a run rolled back made none
                     with conn.begin():
-                        return fn(conn)
+                        result = fn(conn)
+                    events = conn.info.pop(holds.EVENTS, None)
+                    if events and self.on_holds is not None:
+                        self.on_holds(events)  # committed
+                    return result
             except DataError as exc:
                 # A value the database refuses (a NUL byte in a string, a number out
                 # of range): the client's input, so a 400, never a 500.

@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from placement_svc.db import tables
+from placement_svc.db import holds, tables
 
 INV = tables.inventories
 ALLOC = tables.allocations
@@ -56,7 +56,7 @@ def _capacity_select(classes: int) -> sa.Select:
             ALLOC.c.resource_class_id,
             sa.func.sum(ALLOC.c.used).label("used"),
         )
-        .where(ALLOC.c.resource_class_id.in_(rc_ids))
+        .where(ALLOC.c.resource_class_id.in_(rc_ids), holds.live())
         .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
         .subquery()
     )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import names, tables
+from placement_svc.db import holds, names, tables
 from placement_svc.db.exceptions import InventoryInUse, UnknownResourceClass, UnstorableValue
 from placement_svc.db.providers import Provider, bump_generation
 
@@ -98,7 +98,7 @@ def record(row: sa.Row) -> Inventory:
 def usage_by_class(conn: Connection, provider_id: int) -> dict[int, int]:
     rows = conn.execute(
         sa.select(ALLOC.c.resource_class_id, sa.func.sum(ALLOC.c.used).label("used"))
-        .where(ALLOC.c.resource_provider_id == provider_id)
+        .where(ALLOC.c.resource_provider_id == provider_id, holds.live())
         .group_by(ALLOC.c.resource_class_id)
     )
     return {row.resource_class_id: int(row.used) for row in rows}
@@ -130,6 +130,7 @@ def replace(
         .where(
             ALLOC.c.resource_provider_id == INV.c.resource_provider_id,
             ALLOC.c.resource_class_id == INV.c.resource_class_id,
+            holds.live(),
         )
         .scalar_subquery()
     )

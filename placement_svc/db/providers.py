@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
-from placement_svc.db import filters, names, tables
+from placement_svc.db import filters, holds, names, tables
 from placement_svc.db.exceptions import (
     ConcurrentUpdate,
     ParentProviderNotFound,
@@ -371,13 +371,17 @@ def delete(conn: Connection, provider: Provider) -> None:
     child, used = conn.execute(
         sa.select(
             sa.exists().where(RP.c.parent_provider_id == provider.id),
-            sa.exists().where(tables.allocations.c.resource_provider_id == provider.id),
+            sa.exists().where(
+                tables.allocations.c.resource_provider_id == provider.id, holds.live()
+            ),
         )
     ).one()
     if child:
         raise ProviderHasChildren(provider.uuid)
     if used:
         raise ProviderInUse(provider.uuid)
+    # Expired holds' allocations hold nothing, but their rows point at it.
+    holds.sweep_allocations_of(conn, tables.allocations.c.resource_provider_id == provider.id)
     for table in (
         tables.inventories,
         tables.resource_provider_traits,

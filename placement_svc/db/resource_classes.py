@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from placement_svc.db import tables
+from placement_svc.db import holds, tables
 from placement_svc.db.exceptions import (
     ResourceClassExists,
     ResourceClassIdsExhausted,
@@ -82,8 +82,10 @@ def rename(conn: Connection, old: Named, new_name: str) -> Named:
 
 def in_use(conn: Connection, rc_id: int) -> bool:
     for table in (tables.inventories, tables.allocations):
+        # An expired hold's allocations hold nothing (1.51).
+        live = holds.live() if table is tables.allocations else sa.true()
         found = conn.execute(
-            sa.select(table.c.id).where(table.c.resource_class_id == rc_id).limit(1)
+            sa.select(table.c.id).where(table.c.resource_class_id == rc_id, live).limit(1)
         ).first()
         if found:
             return True
@@ -93,6 +95,8 @@ def in_use(conn: Connection, rc_id: int) -> bool:
 def delete(conn: Connection, rc: Named) -> None:
     if in_use(conn, rc.id):
         raise ResourceClassInUse(rc.name)
+    # Expired holds' allocations hold nothing, but their rows point at it.
+    holds.sweep_allocations_of(conn, tables.allocations.c.resource_class_id == rc.id)
     conn.execute(sa.delete(T).where(T.c.id == rc.id))
 
 

@@ -182,6 +182,20 @@ allocations = Table(
     **_MYSQL,
 )
 
+# Holds (1.51, placement-svc's own; db/holds.py): the consumers whose
+# allocations expire unless confirmed, and when, in microseconds since the
+# epoch by the database's clock. No foreign key: a consumer's row goes and
+# comes with its allocations, its hold is looked up by uuid.
+allocation_holds = Table(
+    "allocation_holds",
+    metadata,
+    Column("consumer_id", Name(36), primary_key=True),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("created_at", DateTime, nullable=True),
+    Index("allocation_holds_expires_at_idx", "expires_at"),
+    **_MYSQL,
+)
+
 placement_aggregates = Table(
     "placement_aggregates",
     metadata,

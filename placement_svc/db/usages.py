@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import tables
+from placement_svc.db import holds, tables
 from placement_svc.db.consumers import UNKNOWN_TYPE
 
 ALLOC = tables.allocations
@@ -36,7 +36,7 @@ def _scoped(stmt: sa.Select, project_id: str, user_id: str | None) -> sa.Select:
     if user_id:
         joined = joined.join(USER, USER.c.id == CONSUMER.c.user_id)
         stmt = stmt.where(USER.c.external_id == user_id)
-    return stmt.select_from(joined).where(PROJECT.c.external_id == project_id)
+    return stmt.select_from(joined).where(PROJECT.c.external_id == project_id, holds.live())
 
 
 _USED = sa.func.sum(ALLOC.c.used).label("used")

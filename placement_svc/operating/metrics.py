@@ -147,6 +147,13 @@ class Metrics:
             ("route", "reason"),
             registry=registry,
         )
+        self.holds = Counter(
+            "placement_holds",
+            "Holds (1.51) created, confirmed (by POST .../confirm or a write "
+            "without hold) and expired (their allocations freed by a sweep).",
+            ("event",),
+            registry=registry,
+        )
         self.conflicts = Counter(
             "placement_generation_conflicts",
             "409 answers for a provider or consumer generation that changed "
@@ -290,6 +297,14 @@ def db_retry(reason: str) -> None:
     current = CURRENT.get()
     if current is not None:
         current.metrics.db_retries.labels(current.route, reason).inc()
+
+
+def hold_events(events: dict[str, int]) -> None:
+    """What a committed transaction did to holds (db/engine.py's hook)."""
+    current = CURRENT.get()
+    if current is not None:
+        for event, count in events.items():
+            current.metrics.holds.labels(event).inc(count)
 
 
 def candidates_answered(groups: int, nested: bool, returned: int, pruned: int, seconds: float):

@@ -43,7 +43,7 @@ from sqlalchemy.engine import Connection
 
 from placement_svc.db import allocations as store
 from placement_svc.db import capacity as figures
-from placement_svc.db import consumers, providers, tables
+from placement_svc.db import consumers, holds, providers, tables
 from placement_svc.db.allocations import Allocation, Wanted
 from placement_svc.db.consumers import Consumer, Owner
 from placement_svc.db.exceptions import (
@@ -57,7 +57,12 @@ from placement_svc.db.exceptions import (
 )
 from placement_svc.db.providers import Provider
 from placement_svc.ops import capacity
-from placement_svc.ops.exceptions import NoAllocations, OwnerMissing, RemovingTooMuch
+from placement_svc.ops.exceptions import (
+    HoldExpired,
+    NoAllocations,
+    OwnerMissing,
+    RemovingTooMuch,
+)
 
 # A read with no rule beyond the data layer's.
 for_consumer = store.for_consumer
@@ -98,9 +103,26 @@ def write(
 ) -> None:
     """PUT and POST /allocations: the consumers (their generations checked
     from 1.28), then the providers they name, then the allocations."""
+    # A consumer whose hold expired is gone already (1.51): its rows go now,
+    # and with them a few other expired holds' (the sweep's bound).
+    swept = holds.sweep(conn, [item.consumer_uuid for item in wanted])
     ensured = ensure_consumers(conn, wanted, check_generation, incomplete)
     known = resolve_providers(conn, wanted)
     replace(conn, wanted, ensured, known)
+    settle_holds(conn, wanted, swept.held)
+
+
+def settle_holds(conn: Connection, wanted: list[Wanted], held: frozenset[str]) -> None:
+    """After the allocations are written (1.51): a consumer given ``hold``
+    holds them for its ttl from now (made, or extended); one given none has
+    them for good (its hold, of those ``held``, is confirmed), unless the
+    write is a delta, which leaves the hold as it was. (A consumer left with
+    nothing is removed with its hold: consumers.delete_unused.)"""
+    for item in wanted:
+        if item.resources and item.hold_ttl is not None:
+            holds.hold(conn, item.consumer_uuid, item.hold_ttl)
+        elif item.resources and not item.keep_hold and item.consumer_uuid in held:
+            holds.note(conn, holds.CONFIRMED, holds.release(conn, [item.consumer_uuid]))
 
 
 @dataclass(frozen=True)
@@ -132,6 +154,9 @@ def change(
     raises ``ConsumerMoved``, and the whole unit of work runs again: without
     a generation of the client's at stake, the client never sees it.
     """
+    # A hold that expired is gone already; the hold's row before the
+    # consumer's, the order every writer takes them in.
+    holds.sweep(conn, [consumer_uuid], at_most=0)
     consumers.lock(conn, consumer_uuid)
     consumer = consumers.find(conn, consumer_uuid)
     if delta.check_generation:
@@ -162,12 +187,55 @@ def change(
         user_id=delta.user_id or (consumer.user_id if consumer else None),
         generation=consumer.generation if consumer is not None else None,
         consumer_type=delta.consumer_type,
+        keep_hold=True,
     )
     try:
         write(conn, [wanted], check_generation=True, incomplete=incomplete)
     except (ConsumerGenerationConflict, ConsumerChanged) as exc:
         raise ConsumerMoved(consumer_uuid) from exc  # not the client's: ours, read above
     return for_consumer(conn, consumer_uuid)
+
+
+def confirm(
+    conn: Connection, consumer_uuid: str, check_generation: bool, generation: int | None
+) -> None:
+    """POST /allocations/{consumer}/confirm (1.51): the consumer's held
+    allocations become permanent, and its generation moves; a consumer
+    whose allocations are confirmed already is left as it is.
+
+    A confirm racing the hold's expiry: the providers the allocations are
+    on have their generations moved first, as a claim moves them, so a
+    claim that counted the hold's room as free and the confirm cannot both
+    commit (one of them finds the generation moved and runs again); and the
+    expiry is read again after that, by the database's clock of that moment.
+    Exactly one wins: the confirm (204, the allocations stay), or the
+    expiry (HoldExpired, 409, they are gone).
+    """
+    # The hold's row, then the consumer's, held to the end: a sweep that
+    # found the hold expired waits, then finds it gone (or it took it first,
+    # and this finds it expired).
+    expires_at, expired = holds.state(conn, consumer_uuid, lock=True)
+    consumers.lock(conn, consumer_uuid)
+    if expired:
+        raise HoldExpired(consumer_uuid)
+    consumer, found = store.for_consumer(conn, consumer_uuid)
+    if consumer is None:
+        if expires_at is not None:  # it expired between the two reads
+            raise HoldExpired(consumer_uuid)
+        raise NoAllocations(consumer_uuid)
+    if check_generation and generation != consumer.generation:
+        raise ConsumerGenerationConflict(consumer_uuid, consumer.generation, generation)
+    if expires_at is None:
+        return  # confirmed already
+    touched = providers.by_uuids(conn, list(dict.fromkeys(a.provider_uuid for a in found)))
+    try:
+        store.bump_providers(conn, touched)
+    except ConcurrentUpdate as exc:
+        raise ProviderChanged(exc.uuid) from exc
+    if holds.state(conn, consumer_uuid)[1]:
+        raise HoldExpired(consumer_uuid)
+    holds.note(conn, holds.CONFIRMED, holds.release(conn, [consumer_uuid]))
+    consumers.bump_generations(conn, [consumer])
 
 
 def delete(conn: Connection, consumer_uuid: str) -> None:

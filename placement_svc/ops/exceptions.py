@@ -139,6 +139,13 @@ class RemovingTooMuch(DomainError):
 
 
 @dataclass(eq=False)
+class HoldExpired(DomainError):
+    """The consumer's hold expired before it was confirmed: its allocations are gone."""
+
+    consumer_uuid: str
+
+
+@dataclass(eq=False)
 class OwnerMissing(DomainError):
     """A new consumer needs a project and a user."""
 

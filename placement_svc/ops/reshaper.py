@@ -21,7 +21,7 @@ import re
 
 from sqlalchemy.engine import Connection
 
-from placement_svc.db import inventories, providers, tables
+from placement_svc.db import holds, inventories, providers, tables
 from placement_svc.db.allocations import Wanted
 from placement_svc.db.exceptions import (
     ConcurrentUpdate,
@@ -49,6 +49,7 @@ def reshape(
     allocations. The inventories' providers are checked first (missing,
     then stale), then the consumers and the providers they name."""
     known = _inventory_providers(conn, new_inventories)
+    holds.sweep(conn, [item.consumer_uuid for item in wanted])  # expired holds are gone
     ensured = allocations.ensure_consumers(conn, wanted, check_generation, incomplete)
     known = {**allocations.resolve_providers(conn, wanted), **known}
     for rp_uuid, entry in new_inventories.items():

@@ -96,12 +96,36 @@ ROUTES: tuple[Route, ...] = (
                     "in_tree, or not uuids, or more than 1000 of them.",
                 },
                 allowed_since=mv.BULK_ALLOCATIONS,
-                query=lambda _v: allocation.LIST_QUERY_V1_46,
+                query=lambda v: (
+                    allocation.LIST_QUERY_V1_51 if v >= mv.HOLDS else allocation.LIST_QUERY_V1_46
+                ),
                 words=allocation.LIST_QUERY_WORDS,
                 etag=True,
                 notes="Several consumers' allocations in one read (placement-svc's own, 1.46).",
             ),
         ),
+    ),
+    Route(
+        "/allocations/{consumer_uuid}/confirm",
+        "allocations",
+        (
+            Operation(
+                "POST",
+                "confirm",
+                allocation_rules.ALLOC_UPDATE,
+                {204: None},
+                {
+                    400: INVALID_BODY + " Or the consumer uuid is not a uuid.",
+                    404: "The consumer has no allocations.",
+                    409: "The hold expired, its allocations gone (placement.hold.expired); or "
+                    "the consumer generation given is not the consumer's.",
+                },
+                body=lambda _v: allocation.CONFIRM_V1_51,
+                notes="A held consumer's allocations made permanent (placement-svc's own, "
+                '1.51); the body is empty or {"consumer_generation": G}.',
+            ),
+        ),
+        since=mv.HOLDS,
     ),
     Route(
         "/allocation_candidates",

@@ -208,8 +208,50 @@ LIST_QUERY_WORDS = {
         "against any of several.",
     ),
     "in_tree": Param(UUID_VALUE, "Every consumer holding allocations in the tree of the provider."),
+    "held": Param(
+        {"type": "string", "enum": ["true", "false"]},
+        "From 1.51: true, only the consumers whose allocations are held (with their "
+        "expiry); false, only the others.",
+    ),
 }
 
+
+# A hold (1.51): the allocations expire after ttl seconds unless confirmed.
+HOLD = {
+    "type": "object",
+    "properties": {"ttl": {"type": "integer", "minimum": 1, "maximum": 86400}},
+    "required": ["ttl"],
+    "additionalProperties": False,
+}
+PUT_V1_51 = _body(
+    {
+        "allocations": ALLOCATIONS_BY_PROVIDER_OR_NONE,
+        "project_id": PROJECT_ID,
+        "user_id": USER_ID,
+        "consumer_generation": CONSUMER_GENERATION,
+        "mappings": MAPPINGS,
+        "consumer_type": CONSUMER_TYPE,
+        "hold": HOLD,
+    },
+    ["allocations", "project_id", "user_id", "consumer_generation", "consumer_type"],
+)
+CONSUMER_V1_51 = PUT_V1_51
+POST_V1_51 = Schema(by_consumer(CONSUMER_V1_51))
+# POST /allocations/{consumer_uuid}/confirm: nothing, or the generation seen.
+CONFIRM_V1_51 = Schema(
+    {
+        "type": "object",
+        "properties": {"consumer_generation": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+)
+# GET /allocations from 1.51: held=true lists only consumers holding a hold.
+LIST_QUERY_V1_51 = Schema(
+    {
+        **LIST_QUERY_V1_46,
+        "properties": {**LIST_QUERY_V1_46["properties"], "held": {"type": "string"}},
+    }
+)
 
 # PATCH /allocations/{consumer_uuid} (1.50, placement-svc's own): amounts
 # to add and to take away, by provider, against the consumer's allocations as
@@ -253,6 +295,7 @@ _BY_VERSION = [
     (mv.CONSUMER_GENERATION, Schemas(PUT_V1_28, POST_V1_28)),
     (mv.MAPPINGS, Schemas(PUT_V1_34, POST_V1_34)),
     (mv.CONSUMER_TYPES, Schemas(PUT_V1_38, POST_V1_38)),
+    (mv.HOLDS, Schemas(PUT_V1_51, POST_V1_51)),
 ]
 
 

@@ -279,6 +279,16 @@ def _consumer(version) -> dict:
     if version >= mv.CONSUMER_TYPES:
         owner.append("consumer_type")
         properties["consumer_type"] = _STRING
+    if version >= mv.HOLDS:
+        owner.append("hold")
+        properties["hold"] = {
+            "anyOf": [
+                _object({"expires_at": {"type": "string", "format": "date-time"}}),
+                {"type": "null"},
+            ],
+            "description": "When the allocations expire unless confirmed (1.51); "
+            "null for allocations that are confirmed.",
+        }
     body = _object(properties, ["allocations"])
     if owner:
         body["if"] = {"properties": {"allocations": {"minProperties": 1}}}
@@ -428,6 +438,7 @@ _CHANGES = (
     mv.CONSUMER_TYPES,
     mv.PROVIDER_INCLUDE,
     mv.RANKED_CANDIDATES,
+    mv.HOLDS,
 )
 _BY_VERSION = [(feature, _build(feature)) for feature in _CHANGES]
 

@@ -248,7 +248,8 @@ def test_upstream_database_adopted_served_and_handed_back(backend, tmp_path):
         back = cli("db", "hand-back", url=url, cwd=tmp_path)
         assert back.returncode == 0, back.stderr
         assert "schema revision a082b8bb98d0" in back.stdout
-        assert "Dropped world_changes and its triggers" in back.stdout
+        assert "Dropped placement-svc's own tables: world_changes and its triggers" in back.stdout
+        assert "allocation_holds (0 expired holds freed, 0 kept as allocations)" in back.stdout
         with upstream.serving(url, tmp_path) as base, client(base) as http:
             same_reads(served, reads(http))
         # ... and taken over once more

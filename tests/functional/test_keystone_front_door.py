@@ -35,7 +35,7 @@ def _client(url: str, **authtoken):
 def test_root_is_served_without_a_token(sqlite_url):
     answer = _client(sqlite_url).get("/")
     assert answer.status_code == 200
-    assert answer.json()["versions"][0]["max_version"] == "1.50"
+    assert answer.json()["versions"][0]["max_version"] == "1.51"
 
 
 def test_other_paths_need_a_keystone_token(sqlite_url):

@@ -99,7 +99,7 @@ class TestDatabase:
                     parent_provider_id=None, root_provider_id=None
                 )
             )
-            for table in tables.ALL_TABLES:
+            for table in (tables.allocation_holds, *tables.ALL_TABLES):
                 conn.execute(table.delete())
         migration.sync_standard_names(self.engine)
 

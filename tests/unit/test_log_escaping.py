@@ -92,7 +92,7 @@ def test_a_nul_and_c1_and_line_separators_in_the_path_and_query_are_escaped(log)
     _status, headers, body = call(make_app(), "GET", path, "q=\r\x7f", **TOKEN_AND_LATEST)
     assert the_line(log) == (
         f'127.0.0.1 "GET /y\\x00z/\xc2\\x85/\xe2\\x80\xa8?q=\\x0d\\x7f" status: 404'
-        f" len: {len(body)} microversion: 1.50 time: 0.0123s"
+        f" len: {len(body)} microversion: 1.51 time: 0.0123s"
         f" request_id: {headers['x-openstack-request-id']} user: admin project: admin"
     )
 

@@ -63,6 +63,7 @@ OWN_HISTORY = {
     "RANKED_CANDIDATES": (1, 48),
     "TREE_WRITES": (1, 49),
     "ALLOCATION_DELTAS": (1, 50),
+    "HOLDS": (1, 51),
 }
 
 
@@ -80,11 +81,11 @@ def test_each_of_our_features_is_named_above_upstreams_newest(name, version):
     assert getattr(mv, name) == Version(*version) > mv.UPSTREAM_MAX_VERSION
 
 
-def test_every_version_from_1_0_to_1_50_is_served_and_each_has_a_feature():
-    assert mv.VERSIONS == [f"1.{minor}" for minor in range(51)]
+def test_every_version_from_1_0_to_1_51_is_served_and_each_has_a_feature():
+    assert mv.VERSIONS == [f"1.{minor}" for minor in range(52)]
     named = {tuple(v) for v in [*UPSTREAM_HISTORY.values(), *OWN_HISTORY.values()]}
-    assert named == {(1, minor) for minor in range(1, 51)}
-    assert (mv.MIN_VERSION, mv.MAX_VERSION) == (Version(1, 0), Version(1, 50))
+    assert named == {(1, minor) for minor in range(1, 52)}
+    assert (mv.MIN_VERSION, mv.MAX_VERSION) == (Version(1, 0), Version(1, 51))
     assert mv.UPSTREAM_MAX_VERSION == Version(1, 39)
 
 
@@ -99,7 +100,7 @@ def test_no_header_means_the_minimum():
 
 
 def test_latest_means_the_maximum():
-    assert mv.from_headers(_header("placement latest")) == Version(1, 50)
+    assert mv.from_headers(_header("placement latest")) == Version(1, 51)
 
 
 def test_with_a_cap_latest_is_the_cap_and_above_it_is_a_406():
@@ -142,7 +143,7 @@ def test_the_header_is_read_from_a_wsgi_environ_too():
     assert mv.from_headers(environ) == Version(1, 23)
 
 
-@pytest.mark.parametrize("version", ["1.51", "0.9", "2.0", "1.100"])
+@pytest.mark.parametrize("version", ["1.52", "0.9", "2.0", "1.100"])
 def test_a_well_formed_version_not_served_is_a_406(version):
     with pytest.raises(mv.MicroversionError) as caught:
         mv.from_headers(_header(f"placement {version}"))
@@ -157,10 +158,10 @@ def test_a_malformed_version_is_a_400(version):
     assert caught.value.status == 400
     assert caught.value.message == (
         f"Invalid microversion: invalid version string: {version}; expected "
-        "'placement X.Y' with a version from 1.0 to 1.50, or 'placement latest'"
+        "'placement X.Y' with a version from 1.0 to 1.51, or 'placement latest'"
     )
 
 
 def test_the_response_header_names_the_service_and_the_version():
     assert mv.header_value(Version(1, 7)) == "placement 1.7"
-    assert mv.header_value(mv.MAX_VERSION) == "placement 1.50"
+    assert mv.header_value(mv.MAX_VERSION) == "placement 1.51"

@@ -290,6 +290,8 @@ def test_request_bodies_are_the_schemas_the_handlers_validate_with(newest):
         expected[("/resource_provider_trees/{root_uuid}", "put")] = provider_tree.TREE
     if newest >= mv.ALLOCATION_DELTAS:
         expected[("/allocations/{consumer_uuid}", "patch")] = allocation.PATCH_V1_50
+    if newest >= mv.HOLDS:
+        expected[("/allocations/{consumer_uuid}/confirm", "post")] = allocation.CONFIRM_V1_51
     for (template, method), schema in expected.items():
         assert request_body(doc, template, method) is schema, (method, template)
     with_body = {
@@ -315,6 +317,8 @@ def test_query_parameters_are_the_keys_of_the_handlers_query_schemas(newest):
         expected["/allocation_candidates/capacity"] = allocation_candidate.query_schema(newest)
     if newest >= mv.BULK_ALLOCATIONS:
         expected["/allocations"] = allocation.LIST_QUERY_V1_46
+    if newest >= mv.HOLDS:
+        expected["/allocations"] = allocation.LIST_QUERY_V1_51
     for template, schema in expected.items():
         params = query(doc, template)
         for name in schema["properties"]:

@@ -98,7 +98,7 @@ def test_the_rfc_7239_forwarded_header_is_honoured_too(log):
         application, "GET", "/", HTTP_FORWARDED="for=198.51.100.4;proto=https", **TOKEN_AND_LATEST
     )
     assert the_line(log) == (
-        f'198.51.100.4 "GET /" status: 200 len: {len(body)} microversion: 1.50'
+        f'198.51.100.4 "GET /" status: 200 len: {len(body)} microversion: 1.51'
         f" time: 0.0123s request_id: {headers['x-openstack-request-id']}"
         " user: admin project: admin"
     )
@@ -116,7 +116,7 @@ def test_an_error_answer_is_logged_with_its_status_and_microversion(log):
     status, headers, body = call(make_app(), "GET", "/no/such/place", "x=1", **TOKEN_AND_LATEST)
     assert status == "404 Not Found"
     assert the_line(log) == (
-        f'127.0.0.1 "GET /no/such/place?x=1" status: 404 len: {len(body)} microversion: 1.50'
+        f'127.0.0.1 "GET /no/such/place?x=1" status: 404 len: {len(body)} microversion: 1.51'
         f" time: 0.0123s request_id: {headers['x-openstack-request-id']}"
         " user: admin project: admin"
     )

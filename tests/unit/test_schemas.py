@@ -67,7 +67,11 @@ def test_allocation_bodies_change_at_their_features():
     assert allocation.for_version(mv.ALLOCATION_PROJECT_USER).put is allocation.PUT_V1_8
     assert allocation.for_version(Version(1, 12)).post is None
     assert allocation.for_version(mv.POST_ALLOCATIONS).post is allocation.POST_V1_13
-    assert allocation.for_version(mv.MAX_VERSION) == (allocation.PUT_V1_38, allocation.POST_V1_38)
+    assert allocation.for_version(mv.ALLOCATION_DELTAS) == (
+        allocation.PUT_V1_38,
+        allocation.POST_V1_38,
+    )
+    assert allocation.for_version(mv.HOLDS) == (allocation.PUT_V1_51, allocation.POST_V1_51)
 
 
 def test_check_raises_what_jsonschema_validate_raises():
