@@ -22,6 +22,10 @@ depends_on = None
 
 
 def upgrade():
+    # Safe to run again over a schema whose version was set back (as 0003's
+    # own re-run after a halfway stop does): what is there already stays.
+    if "allocation_holds" in sa.inspect(op.get_bind()).get_table_names():
+        return
     op.create_table(
         "allocation_holds",
         sa.Column("consumer_id", Name(36), nullable=False),

@@ -88,7 +88,7 @@ from tests.unit.test_candidates_merge import brute_force
 HOLDS = "1.51"
 BEFORE_HOLDS = "1.44"  # random_request's version; expiry is for every version
 WORLDS = range(5000, 5005)
-SLOW_WORLDS = range(5005, 5015)
+SLOW_WORLDS = range(5005, 5030)
 PROJECTS = ("a0000000-0000-4000-8000-00000000000a", "b0000000-0000-4000-8000-00000000000b")
 USER = "c0000000-0000-4000-8000-00000000000c"
 TTL = 600

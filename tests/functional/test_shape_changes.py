@@ -123,6 +123,7 @@ def test_hand_back_drops_the_triggers_and_sync_makes_them_again(backend, tmp_pat
             assert migration.hand_back(engine) == [
                 "world_changes and its triggers",
                 "world_generation",
+                "allocation_holds (0 expired holds freed, 0 kept as allocations)",
             ]
             with engine.connect() as conn:
                 assert triggers(conn) == set()

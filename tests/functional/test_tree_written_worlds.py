@@ -73,7 +73,7 @@ from tests.unit.test_candidates_merge import brute_force
 TREES = "1.49"
 QUERY_VERSION = "1.44"  # random_request's
 WORLDS = range(3214, 3222)
-SLOW_WORLDS = [*range(3200, 3214), *range(3222, 3236)]
+SLOW_WORLDS = [*range(3200, 3214), *range(3222, 3258)]
 QUERIES_PER_WORLD = 8
 
 RP = tables.resource_providers
