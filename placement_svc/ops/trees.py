@@ -264,6 +264,10 @@ def replace(
     elsewhere = {p.uuid: p for p in providers.by_uuids(conn, given)} if given else {}
     for node in wanted:
         if node.uuid in elsewhere:
+            if elsewhere[node.uuid].root_uuid == root_uuid:
+                # This very tree, made by another writer since the root was
+                # looked for (read committed): run again, and find it stale.
+                raise ProviderChanged(node.uuid)
             raise InAnotherTree(node.uuid, elsewhere[node.uuid].root_uuid, root_uuid)
     _check_generations(wanted, by_uuid)
     current = {n.uuid: n for n in _read_tree(conn, root, members).nodes} if root else {}
