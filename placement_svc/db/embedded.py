@@ -5,6 +5,12 @@ number of providers (``include=`` on GET /resource_providers, 1.45).
 Each answers in the order its single-provider read gives (inventories by
 class name, traits by id, aggregates by uuid), keyed by provider id; a
 provider with none is absent.
+
+Of a few providers, the statements name them (an IN list); of more than
+``LISTED_AT_MOST``, they read every provider's rows and keep those asked
+for: a list of thousands (an operator's whole cloud) would otherwise be a
+statement of thousands of parameters, compiled anew each time, and past
+SQLite's 32,766 parameters not run at all.
 """
 
 from __future__ import annotations
@@ -26,19 +32,37 @@ RPT = tables.resource_provider_traits
 AGG = tables.placement_aggregates
 RPA = tables.resource_provider_aggregates
 
+LISTED_AT_MOST = 500
+
+
+def _of(column: sa.ColumnElement, ids: Collection[int]) -> tuple[list, set[int] | None]:
+    """The WHERE of a read of ``ids``' rows, and the ids to keep of what it
+    answers (None: all of it)."""
+    if len(ids) <= LISTED_AT_MOST:
+        return [column.in_(sorted(ids))], None
+    return [], set(ids)
+
 
 def inventories(conn: Connection, ids: Collection[int]) -> dict[int, list[Inventory]]:
     found: dict[int, list[Inventory]] = {}
     if not ids:
         return found
+    where, keep = _of(INV.c.resource_provider_id, ids)
     rows = conn.execute(
-        sa.select(INV, RC.c.name.label("rc_name"))
+        sa.select(
+            INV.c.resource_provider_id,
+            RC.c.name,
+            *(INV.c[name] for name in inventories_store.FIELDS),
+            INV.c.created_at,
+            INV.c.updated_at,
+        )
         .join(RC, RC.c.id == INV.c.resource_class_id)
-        .where(INV.c.resource_provider_id.in_(sorted(ids)))
+        .where(*where)
         .order_by(INV.c.resource_provider_id, RC.c.name)
     )
-    for row in rows:
-        found.setdefault(row.resource_provider_id, []).append(inventories_store.record(row))
+    for pid, *fields in rows:  # Inventory's fields, in its order
+        if keep is None or pid in keep:
+            found.setdefault(pid, []).append(Inventory(*fields))
     return found
 
 
@@ -62,14 +86,16 @@ def _listed(
     found: dict[int, list[str]] = {}
     if not ids:
         return found
+    where, keep = _of(link.c.resource_provider_id, ids)
     rows = conn.execute(
         sa.select(link.c.resource_provider_id, value)
         .join_from(link, value.table, joined)
-        .where(link.c.resource_provider_id.in_(sorted(ids)))
+        .where(*where)
         .order_by(link.c.resource_provider_id, order)
     )
     for pid, name in rows:
-        found.setdefault(pid, []).append(name)
+        if keep is None or pid in keep:
+            found.setdefault(pid, []).append(name)
     return found
 
 
@@ -78,12 +104,14 @@ def used(conn: Connection, ids: Collection[int]) -> dict[int, dict[str, int]]:
     found: dict[int, dict[str, int]] = {}
     if not ids:
         return found
+    where, keep = _of(ALLOC.c.resource_provider_id, ids)
     rows = conn.execute(
         sa.select(ALLOC.c.resource_provider_id, RC.c.name, sa.func.sum(ALLOC.c.used))
         .join(RC, RC.c.id == ALLOC.c.resource_class_id)
-        .where(ALLOC.c.resource_provider_id.in_(sorted(ids)), holds.live())
+        .where(*where, holds.live())
         .group_by(ALLOC.c.resource_provider_id, RC.c.name)
     )
     for pid, name, amount in rows:
-        found.setdefault(pid, {})[name] = int(amount)
+        if keep is None or pid in keep:
+            found.setdefault(pid, {})[name] = int(amount)
     return found

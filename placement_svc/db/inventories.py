@@ -59,7 +59,15 @@ class Inventory:
         return self.updated_at or self.created_at
 
     def fields(self) -> dict:
-        return {name: getattr(self, name) for name in FIELDS}
+        """FIELDS, by name (written out: a list of thousands asks each)."""
+        return {
+            "total": self.total,
+            "reserved": self.reserved,
+            "min_unit": self.min_unit,
+            "max_unit": self.max_unit,
+            "step_size": self.step_size,
+            "allocation_ratio": self.allocation_ratio,
+        }
 
 
 def with_defaults(resource_class: str, data: dict) -> Inventory:
