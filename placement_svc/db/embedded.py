@@ -10,7 +10,9 @@ Of a few providers, the statements name them (an IN list); of more than
 ``LISTED_AT_MOST``, they read every provider's rows and keep those asked
 for: a list of thousands (an operator's whole cloud) would otherwise be a
 statement of thousands of parameters, compiled anew each time, and past
-SQLite's 32,766 parameters not run at all.
+SQLite's 32,766 parameters not run at all. Rows are fetched all at once
+(a row at a time costs SQLAlchemy a call each: a third of the time of a
+10,000-provider read).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def inventories(conn: Connection, ids: Collection[int]) -> dict[int, list[Invent
         .join(RC, RC.c.id == INV.c.resource_class_id)
         .where(*where)
         .order_by(INV.c.resource_provider_id, RC.c.name)
-    )
+    ).all()
     for pid, *fields in rows:  # Inventory's fields, in its order
         if keep is None or pid in keep:
             found.setdefault(pid, []).append(Inventory(*fields))
@@ -92,7 +94,7 @@ def _listed(
         .join_from(link, value.table, joined)
         .where(*where)
         .order_by(link.c.resource_provider_id, order)
-    )
+    ).all()
     for pid, name in rows:
         if keep is None or pid in keep:
             found.setdefault(pid, []).append(name)
@@ -110,7 +112,7 @@ def used(conn: Connection, ids: Collection[int]) -> dict[int, dict[str, int]]:
         .join(RC, RC.c.id == ALLOC.c.resource_class_id)
         .where(*where, holds.live())
         .group_by(ALLOC.c.resource_provider_id, RC.c.name)
-    )
+    ).all()
     for pid, name, amount in rows:
         if keep is None or pid in keep:
             found.setdefault(pid, {})[name] = int(amount)

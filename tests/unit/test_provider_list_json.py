@@ -113,3 +113,45 @@ def test_the_kept_places_are_bounded(monkeypatch):
     assert len(places) == len(found)
     resource_providers.list_json(_request("1.39", "/b"), found[:1])
     assert len(places) == 1  # past PLACES_KEPT: started over
+
+
+def _embedded(found: list[Provider]):
+    from placement_svc.db.inventories import Inventory
+    from placement_svc.ops.providers import Embedded
+
+    first, second = found[0].id, found[1].id
+    return Embedded(
+        inventories={
+            first: [Inventory("DISK_GB", 100, 10, 1, 100, 1, 1.5)],
+            second: [Inventory("VCPU", 8, 0, 1, 8, 1, 16.0), Inventory("VGPU", 4, 0, 1, 4, 2, 1.0)],
+        },
+        traits={first: ["CUSTOM_ÜN", "HW_CPU_X86_AVX2"]},
+        aggregates={second: ["00000000-0000-0000-0000-0000000000aa"]},
+        usages={first: {"DISK_GB": 40}, second: {"VCPU": 3, "VGPU": 0}},
+    )
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_with_include_the_list_is_the_bodies_representer_makes(prefix):
+    req = _request("1.45", prefix)
+    found = _providers()
+    embedded = _embedded(found)
+    written = resource_providers.list_json(req, found, embedded)
+    body_of = resource_providers.representer(req)
+    expected = {"resource_providers": [body_of(p, embedded) for p in found]}
+    assert written == answering.dumps(expected)  # byte for byte, key order included
+    assert json.loads(written)["resource_providers"][-1]["traits"] == {
+        "traits": [],
+        "resource_provider_generation": None,
+    }
+
+
+def test_with_include_a_name_no_utf8_holds_falls_back():
+    req = _request("1.45", "")
+    found = _providers()
+    found[0] = found[0]._replace(name="lone \ud800 surrogate")
+    embedded = _embedded(found)
+    written = resource_providers.list_json(req, found, embedded)
+    body_of = resource_providers.representer(req)
+    expected = {"resource_providers": [body_of(p, embedded) for p in found]}
+    assert written == answering.dumps(expected)
