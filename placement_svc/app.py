@@ -9,7 +9,7 @@ import logging
 import falcon
 from oslo_middleware import cors
 
-from placement_svc import errors, logs, policy, routes
+from placement_svc import console, errors, logs, policy, routes
 from placement_svc import microversion as mv
 from placement_svc.api import (
     aggregates,
@@ -259,6 +259,8 @@ def create_app(conf, db: Database | None = None):
     # Outside the request log (a load balancer's checks every few seconds
     # are not worth a line each) and outside authentication.
     application = _Mount(application, openapi.PATH, openapi.Application(conf))
+    if conf.console.enabled:
+        application = console.Mount(application, console.Application(conf))
     application = health.Healthcheck(application, conf, db)
     if counts is not None:
         templates = [*routes.templates(), *OPERATING_PATHS]

@@ -307,6 +307,18 @@ metrics_opts = [
     ),
 ]
 
+console_opts = [
+    cfg.BoolOpt(
+        "enabled",
+        default=True,
+        help="Serve the operator's console, a page of pictures of the cloud "
+        "(trees, usage, why no valid host), at GET /console. Its files carry "
+        "no data and need no token; the page reads the API with the token "
+        "its user gives it, so policy decides what each person sees. False: "
+        "/console is a 404.",
+    ),
+]
+
 # Upstream's [cors] defaults (set in its WSGI start-up): the headers a
 # browser client sends and may read, OpenStack-API-Version among them. Set on
 # oslo.middleware's shared options before any configuration is read, so a
@@ -340,6 +352,7 @@ GROUPS = {
     "oslo_middleware": http_proxy_to_wsgi.OPTS,
     "healthcheck": healthcheck_opts_all,
     "metrics": metrics_opts,
+    "console": console_opts,
 }
 
 

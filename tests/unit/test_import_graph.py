@@ -194,6 +194,24 @@ def test_the_operating_urls_know_no_entry_point():
     assert _offending(OPERATING, {ENTRY_POINTS, f"{ROOT}.wsgi"}) == {}
 
 
+def test_the_console_knows_only_the_error_format():
+    """The console's files are served outside the API: its module reads no
+    database, no handler, no route, no request layer but the request id."""
+    allowed = {
+        f"{ROOT}.errors",
+        f"{ROOT}.http",
+        f"{ROOT}.http.middleware",
+        f"{ROOT}.http.middleware.ENV_REQUEST_ID",
+    }
+    imported = {
+        name
+        for names in _imports(f"{ROOT}.console").values()
+        for name in names
+        if name.startswith(ROOT + ".")
+    }
+    assert imported == allowed
+
+
 def test_only_the_entry_points_and_the_wsgi_module_import_the_entry_points():
     importers = {
         module
