@@ -73,34 +73,23 @@ def provider(base, uuid, name, parent=None):
     ok(base, "POST", "/resource_providers", body)
 
 
-def inventories(base, uuid, inv: dict):
+def _replace(base, uuid, what: str, value) -> None:
+    """PUT /resource_providers/{uuid}/<what> at the provider's generation."""
     generation = ok(base, "GET", f"/resource_providers/{uuid}")["generation"]
-    ok(
-        base,
-        "PUT",
-        f"/resource_providers/{uuid}/inventories",
-        {"resource_provider_generation": generation, "inventories": inv},
-    )
+    body = {"resource_provider_generation": generation, what: value}
+    ok(base, "PUT", f"/resource_providers/{uuid}/{what}", body)
+
+
+def inventories(base, uuid, inv: dict):
+    _replace(base, uuid, "inventories", inv)
 
 
 def traits(base, uuid, names):
-    generation = ok(base, "GET", f"/resource_providers/{uuid}")["generation"]
-    ok(
-        base,
-        "PUT",
-        f"/resource_providers/{uuid}/traits",
-        {"resource_provider_generation": generation, "traits": names},
-    )
+    _replace(base, uuid, "traits", names)
 
 
 def aggregates(base, uuid, aggs):
-    generation = ok(base, "GET", f"/resource_providers/{uuid}")["generation"]
-    ok(
-        base,
-        "PUT",
-        f"/resource_providers/{uuid}/aggregates",
-        {"resource_provider_generation": generation, "aggregates": aggs},
-    )
+    _replace(base, uuid, "aggregates", aggs)
 
 
 def allocate(base, consumer_uuid, allocations: dict, project, user, consumer_type="INSTANCE"):
