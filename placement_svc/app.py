@@ -264,5 +264,7 @@ def create_app(conf, db: Database | None = None):
     application = health.Healthcheck(application, conf, db)
     if counts is not None:
         templates = [*routes.templates(), *OPERATING_PATHS]
+        if conf.console.enabled:
+            templates += console.TEMPLATES
         application = metrics.Instrument(application, counts, templates)
     return application

@@ -26,6 +26,8 @@ from placement_svc.http.middleware import ENV_REQUEST_ID
 
 PATH = "/console"
 PAGE = "index.html"
+# The console's URLs as the metrics label them (operating/metrics.py).
+TEMPLATES = (PATH, PATH + "/{name}")
 
 # What the page may do: its own scripts, styles and API only. No inline
 # script or style, no eval, no frames, no form posts elsewhere.

@@ -167,3 +167,15 @@ def test_off_by_an_option():
 def test_the_microversion_cap_does_not_hide_it():
     capped = client(**{"api.max_microversion": "1.39"})
     assert capped.simulate_get("/console").status_code == 200
+
+
+def test_the_metrics_count_the_console_by_its_urls():
+    served = client()  # its own counts
+    served.simulate_get("/console")
+    served.simulate_get("/console/app.js")
+    served.simulate_get("/console/nothing.js")
+    scraped = served.simulate_get("/metrics", headers={"X-Auth-Token": "admin"}).text
+    counted = [line for line in scraped.splitlines() if line.startswith("placement_http_requests")]
+    assert any('route="/console"' in line and 'status="200"' in line for line in counted)
+    assert any('route="/console/{name}"' in line and 'status="404"' in line for line in counted)
+    assert not any('route="unmatched"' in line for line in counted), counted
