@@ -11,17 +11,18 @@ authentication (``app.create_app``).
 URLs: ``/console`` is the page; ``/console/NAME`` is one of the files in
 ``assets/`` (exactly those names: nothing else is looked up on disk). Only
 GET and HEAD. Every answer carries a strict Content-Security-Policy (no
-inline script or style, no other origin) and a strong ETag.
+inline script or style, no other origin) and a strong ETag, compared as the
+API's conditional reads compare theirs (http/conditional.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from importlib import resources
 
 from placement_svc import errors
+from placement_svc.http import conditional
 from placement_svc.http.middleware import ENV_REQUEST_ID
 
 PATH = "/console"
@@ -108,9 +109,9 @@ class Application:
             body = self.page(environ.get("SCRIPT_NAME", ""))
         else:
             body = self.files[name]
-        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        etag = conditional.etag(body)
         headers = [*SECURITY_HEADERS, ("ETag", etag)]
-        if etag in _tags(environ.get("HTTP_IF_NONE_MATCH", "")):
+        if conditional.matches(environ.get("HTTP_IF_NONE_MATCH", ""), etag):
             start_response("304 Not Modified", headers)
             return [b""]
         suffix = "." + name.rsplit(".", 1)[-1]
@@ -141,10 +142,6 @@ def _attribute(text: str) -> str:
     return (
         text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
     )
-
-
-def _tags(header: str) -> set[str]:
-    return {t.strip().removeprefix("W/") for t in header.split(",") if t.strip()}
 
 
 def _error(environ, start_response, error: errors.PlacementError):

@@ -196,10 +196,12 @@ def test_the_operating_urls_know_no_entry_point():
 
 def test_the_console_knows_only_the_error_format():
     """The console's files are served outside the API: its module reads no
-    database, no handler, no route, no request layer but the request id."""
+    database, no handler, no route, no request layer but the request id
+    and the ETag's making and matching."""
     allowed = {
         f"{ROOT}.errors",
         f"{ROOT}.http",
+        f"{ROOT}.http.conditional",
         f"{ROOT}.http.middleware",
         f"{ROOT}.http.middleware.ENV_REQUEST_ID",
     }
