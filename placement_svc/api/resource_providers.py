@@ -144,9 +144,10 @@ def representer(req) -> Callable[..., dict]:
 
 def list_json(req, providers, embedded: ops.Embedded | None = None) -> bytes:
     """GET /resource_providers' body: the bodies ``representer`` makes, in
-    its keys' order, written straight as JSON; with ``embedded``
-    (include=, 1.45), each provider's embedded bodies after its own,
-    written by orjson as ``answering.dumps`` writes them.
+    its keys' order, written straight as JSON from the list's rows
+    (``ListedProvider``); with ``embedded`` (include=, 1.45), each
+    provider's embedded bodies after its own, written by orjson as
+    ``answering.dumps`` writes them.
     A list of thousands is the read operators and nova's periodic make
     most, and a dict per provider and per link, then an encoder walking
     them, cost twice this.
@@ -156,25 +157,27 @@ def list_json(req, providers, embedded: ops.Embedded | None = None) -> bytes:
     keeps it. The pieces are small strings joined once at the end: a
     buffer per provider (orjson's per string, a format's per body) cost
     several times as much. What a provider's body holds but for its name
-    and generation is kept between requests (``_places``). A name no UTF-8
-    can hold (a lone surrogate) is left to ``answering.dumps``."""
+    and generation is kept between requests under its row's ``uuids``
+    (``_places``). A name no UTF-8 can hold (a lone surrogate) is left to
+    ``answering.dumps``."""
     version = reading.version(req)
     href = _quote(answering.url(req, "/resource_providers/"))[1:-1]
     rels = tuple(_quote(rel)[1:-1] for rel in schema.link_rels(version))
     nested = version >= mv.NESTED_PROVIDERS
     places = _places(href, rels, nested)
+    get = places.get
     out: list[str] = []
-    for p in providers:
-        key = (p.uuid, p.parent_uuid, p.root_uuid)
-        place = places.get(key)
+    for row in providers:
+        _id, uuids, name, generation, _modified = row
+        place = get(uuids)
         if place is None:
-            place = places[key] = _place(p, href, rels, nested)
-        name = "null" if p.name is None else _quote(p.name)
-        generation = "null" if p.generation is None else str(int(p.generation))
+            place = places[uuids] = _place(uuids, href, rels, nested)
+        name = "null" if name is None else _quote(name)
+        generation = "null" if generation is None else str(generation)
         if embedded is None:
             out += (place[0], name, ',"generation":', generation, place[1], ",")
         else:  # the provider's body without its closing brace, then the embedded ones
-            included = answering.dumps(_embedded(p, embedded)).decode("utf-8")
+            included = answering.dumps(_embedded(row, embedded)).decode("utf-8")
             out += (place[0], name, ',"generation":', generation, place[1][:-1], ",")
             out += (included[1:], ",")
     if out:
@@ -183,22 +186,23 @@ def list_json(req, providers, embedded: ops.Embedded | None = None) -> bytes:
         return ('{"resource_providers":[' + "".join(out) + "]}").encode("utf-8")
     except UnicodeEncodeError:
         body_of = representer(req)
-        listed = [body_of(p, embedded) for p in providers]
+        listed = [body_of(ops.ListedProvider._make(row), embedded) for row in providers]
         return answering.dumps({"resource_providers": listed})
 
 
-# (the mount prefix, the links' relations, nested) -> a provider's (uuid,
-# parent uuid, root uuid) -> what its list body holds before its name and
-# after its generation. Kept by each process between requests: a pure
-# function of its key, read again for every list. Bounded: a form keeps
-# PLACES_KEPT providers and starts over past them, and FORMS_KEPT forms
-# (versions of the links, prefixes) are kept at most.
-_PLACES: dict[tuple[str, tuple[str, ...], bool], dict[tuple, tuple[str, str]]] = {}
+# (the mount prefix, the links' relations, nested) -> a provider's uuids
+# (its own, its parent's, its root's, as ListedProvider joins them) -> what
+# its list body holds before its name and after its generation. Kept by
+# each process between requests: a pure function of its key, read again for
+# every list. Bounded: a form keeps PLACES_KEPT providers and starts over
+# past them, and FORMS_KEPT forms (versions of the links, prefixes) are kept
+# at most.
+_PLACES: dict[tuple[str, tuple[str, ...], bool], dict[str, tuple[str, str]]] = {}
 PLACES_KEPT = 20_000
 FORMS_KEPT = 4
 
 
-def _places(href: str, rels: tuple[str, ...], nested: bool) -> dict[tuple, tuple[str, str]]:
+def _places(href: str, rels: tuple[str, ...], nested: bool) -> dict[str, tuple[str, str]]:
     form = (href, rels, nested)
     kept = _PLACES.get(form)
     if kept is None:
@@ -210,17 +214,18 @@ def _places(href: str, rels: tuple[str, ...], nested: bool) -> dict[tuple, tuple
     return kept
 
 
-def _place(p, href: str, rels: tuple[str, ...], nested: bool) -> tuple[str, str]:
+def _place(uuids: str, href: str, rels: tuple[str, ...], nested: bool) -> tuple[str, str]:
     """A provider's list body around its name and generation: its uuid,
     then its links and (``nested``) its parent's and root's uuids."""
-    quoted = _quote(p.uuid)
-    uuid = quoted[1:-1]
-    links = [f'"links":[{{"rel":"self","href":"{href}{uuid}"}}']
-    links += [f',{{"rel":"{rel}","href":"{href}{uuid}/{rel}"}}' for rel in rels]
+    uuid, parent_uuid, root_uuid = uuids.split("|")
+    quoted = _quote(uuid)
+    bare = quoted[1:-1]
+    links = [f'"links":[{{"rel":"self","href":"{href}{bare}"}}']
+    links += [f',{{"rel":"{rel}","href":"{href}{bare}/{rel}"}}' for rel in rels]
     after = "," + "".join(links) + "]"
     if nested:
-        parent = "null" if p.parent_uuid is None else _quote(p.parent_uuid)
-        after += f',"parent_provider_uuid":{parent},"root_provider_uuid":{_quote(p.root_uuid)}'
+        parent = _quote(parent_uuid) if parent_uuid else "null"
+        after += f',"parent_provider_uuid":{parent},"root_provider_uuid":{_quote(root_uuid)}'
     return '{"uuid":' + quoted + ',"name":', after + "}"
 
 

@@ -26,6 +26,8 @@ from placement_svc.schemas import resource_provider as schema
 # Reads with no rule beyond the data layer's.
 get = store.get
 list_filtered = store.list_filtered
+# A row of a list, with its uuids by name (for a body made the slow way).
+ListedProvider = store.ListedProvider
 
 # What include= may embed in a provider (1.45), in the order bodies list them.
 INCLUDES = ("inventories", "traits", "aggregates", "usages")

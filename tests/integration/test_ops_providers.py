@@ -149,11 +149,17 @@ def test_a_list_carries_the_newest_change_of_its_providers(db):
     db.write(partial(ops.update, uuid=child.uuid, data={"name": "renamed"}, version=latest))
     listed = db.read(ops.list_filtered)
     assert [p.name for p in listed.providers] == ["root", "renamed", "other"]
-    singles = [db.read(partial(ops.get, uuid=p.uuid)) for p in listed.providers]
+    singles = [db.read(partial(ops.get, uuid=p.uuids[:36])) for p in listed.providers]
     assert listed.newest is not None
     assert listed.newest == max(p.modified for p in singles)
-    assert all(p.modified is None for p in listed.providers)
-    assert [p[:-1] for p in listed.providers] == [p[:-1] for p in singles]
+    assert [_bodied(ops.ListedProvider._make(p)) for p in listed.providers] == [
+        _bodied(p) for p in singles
+    ]
+    assert [p.uuids.split("|")[1:] for p in listed.providers] == [
+        ["", root.uuid],
+        [root.uuid, root.uuid],
+        ["", singles[2].uuid],
+    ]
     tree = db.read(partial(ops.list_filtered, in_tree=child.uuid))
     assert [p.name for p in tree.providers] == ["root", "renamed"]
     assert db.read(partial(ops.list_filtered, in_tree=new_uuid())) == ([], None)
@@ -173,6 +179,11 @@ def test_a_lists_times_are_iso_text_whatever_the_sessions_date_style(db):
     assert db.read(listed_in_another_style).newest == single.modified
 
 
+def _bodied(p) -> tuple:
+    """What a provider's body shows of it (a list's row or a single read)."""
+    return (p.id, p.uuid, p.name, p.generation, p.parent_uuid, p.root_uuid)
+
+
 HOSTILE_NAMES = ["a|b|c", "=starts with =", "|", "ünïcödé ☃ 😀", "back\\slash %s '\"", "   "]
 
 
@@ -185,9 +196,11 @@ def test_a_list_reads_any_name_whole_on_every_backend(db):
     for name in HOSTILE_NAMES[1:]:
         _create(db, name, parent_uuid=root.uuid)
     listed = db.read(ops.list_filtered)
-    singles = [db.read(partial(ops.get, uuid=p.uuid)) for p in listed.providers]
+    singles = [db.read(partial(ops.get, uuid=p.uuids[:36])) for p in listed.providers]
     assert [p.name for p in listed.providers] == HOSTILE_NAMES
-    assert [p[:-1] for p in listed.providers] == [p[:-1] for p in singles]
+    assert [_bodied(ops.ListedProvider._make(p)) for p in listed.providers] == [
+        _bodied(p) for p in singles
+    ]
     assert listed.newest == max(p.modified for p in singles)
 
 
@@ -209,9 +222,7 @@ def test_the_packed_read_is_the_plain_read(db):
     unpacked, plain = db.read(both)
     assert len(plain) == len(HOSTILE_NAMES)
     if unpacked is not None:
-        assert [p[:-1] for p in unpacked.providers] == [
-            (*row[:7], row[7] or row[1]) for row in plain
-        ]
+        assert unpacked.providers == [tuple(row) for row in plain]
         assert unpacked.newest == providers_db._time(max(row[-1] for row in plain))
 
 
@@ -220,12 +231,12 @@ def test_a_packed_row_without_a_name_or_times_reads_as_none():
     all, a name as ``=`` and the name; a provider never changed has no time."""
     read = providers_db._unpacked(
         [
-            ("7|3||||u-7|||",),
-            ("8|0|7|7|2026-11-26 13:21:21.994069|u-8|u-7|u-7|=|x",),
+            ("7|3||u-7||u-7|",),
+            ("8|0|2026-11-26 13:21:21.994069|u-8|u-7|u-7|=|x",),
         ]
     )
     assert read.providers == [
-        providers_db.Provider(7, "u-7", None, 3, None, None, None, "u-7", None),
-        providers_db.Provider(8, "u-8", "|x", 0, 7, 7, "u-7", "u-7", None),
+        providers_db.ListedProvider(7, "u-7||u-7", None, 3, None),
+        providers_db.ListedProvider(8, "u-8|u-7|u-7", "|x", 0, "2026-11-26 13:21:21.994069"),
     ]
     assert str(read.newest) == "2026-11-26 13:21:21.994069"

@@ -13,8 +13,9 @@ import pytest
 
 from placement_svc import microversion as mv
 from placement_svc.api import resource_providers
-from placement_svc.db.providers import Provider
+from placement_svc.db.providers import ListedProvider, Provider
 from placement_svc.http import answering
+from placement_svc.ops import providers as ops_providers
 
 NAMES = [
     "plain",
@@ -38,6 +39,26 @@ def _request(version: str, prefix: str) -> SimpleNamespace:
     )
 
 
+def _rows(providers: list[Provider]) -> list[ListedProvider]:
+    """The rows a list reads of these providers."""
+    return [
+        ListedProvider(
+            p.id, f"{p.uuid}|{p.parent_uuid or ''}|{p.root_uuid}", p.name, p.generation, None
+        )
+        for p in providers
+    ]
+
+
+def test_a_row_is_the_provider_again():
+    assert [_bodied(ops_providers.ListedProvider._make(row)) for row in _rows(_providers())] == [
+        _bodied(p) for p in _providers()
+    ]
+
+
+def _bodied(p) -> tuple:
+    return (p.id, p.uuid, p.name, p.generation, p.parent_uuid, p.root_uuid)
+
+
 def _providers() -> list[Provider]:
     stamp = datetime.datetime(2026, 1, 2, 3, 4, 5)
     made = []
@@ -57,7 +78,7 @@ def _providers() -> list[Provider]:
 def test_the_list_is_the_bodies_representer_makes(version, prefix):
     req = _request(version, prefix)
     found = _providers()
-    written = resource_providers.list_json(req, found)
+    written = resource_providers.list_json(req, _rows(found))
     body_of = resource_providers.representer(req)
     assert json.loads(written) == {"resource_providers": [body_of(p) for p in found]}
 
@@ -65,7 +86,9 @@ def test_the_list_is_the_bodies_representer_makes(version, prefix):
 def test_keys_come_in_the_order_of_the_single_body():
     req = _request("1.39", "/placement")
     provider = _providers()[1]
-    written = json.loads(resource_providers.list_json(req, [provider]))["resource_providers"][0]
+    written = json.loads(resource_providers.list_json(req, _rows([provider])))[
+        "resource_providers"
+    ][0]
     assert list(written) == list(resource_providers.representer(req)(provider))
     assert written["links"][0] == {
         "rel": "self",
@@ -82,7 +105,7 @@ def test_a_name_utf8_cannot_hold_is_written_as_the_bodies_are():
     req = _request("1.39", "")
     found = [*_providers()[:2], _providers()[2]._replace(name="lone \ud800 surrogate")]
     body_of = resource_providers.representer(req)
-    written = resource_providers.list_json(req, found)
+    written = resource_providers.list_json(req, _rows(found))
     assert written == answering.dumps({"resource_providers": [body_of(p) for p in found]})
     assert json.loads(written)["resource_providers"][2]["name"] == "lone \ud800 surrogate"
 
@@ -91,12 +114,12 @@ def test_what_is_kept_between_lists_is_a_function_of_the_uuids_alone():
     req = _request("1.39", "/placement")
     body_of = resource_providers.representer(req)
     found = _providers()
-    resource_providers.list_json(req, found)  # keeps each provider's place
+    resource_providers.list_json(req, _rows(found))  # keeps each provider's place
     moved = [
         p._replace(name=f"{p.name} renamed", generation=(p.generation or 0) + 1) for p in found
     ]
     moved[3] = moved[3]._replace(parent_uuid=found[1].uuid)  # re-parented
-    written = resource_providers.list_json(req, moved)
+    written = resource_providers.list_json(req, _rows(moved))
     assert json.loads(written) == {"resource_providers": [body_of(p) for p in moved]}
 
 
@@ -106,12 +129,12 @@ def test_the_kept_places_are_bounded(monkeypatch):
     monkeypatch.setattr(resource_providers, "FORMS_KEPT", 2)
     found = _providers()
     for prefix in ("", "/a", "/b"):
-        resource_providers.list_json(_request("1.39", prefix), found)
+        resource_providers.list_json(_request("1.39", prefix), _rows(found))
     kept = resource_providers._PLACES
     assert len(kept) == 1  # a third form: the two kept were dropped
     (places,) = kept.values()
     assert len(places) == len(found)
-    resource_providers.list_json(_request("1.39", "/b"), found[:1])
+    resource_providers.list_json(_request("1.39", "/b"), _rows(found[:1]))
     assert len(places) == 1  # past PLACES_KEPT: started over
 
 
@@ -136,7 +159,7 @@ def test_with_include_the_list_is_the_bodies_representer_makes(prefix):
     req = _request("1.45", prefix)
     found = _providers()
     embedded = _embedded(found)
-    written = resource_providers.list_json(req, found, embedded)
+    written = resource_providers.list_json(req, _rows(found), embedded)
     body_of = resource_providers.representer(req)
     expected = {"resource_providers": [body_of(p, embedded) for p in found]}
     assert written == answering.dumps(expected)  # byte for byte, key order included
@@ -151,7 +174,7 @@ def test_with_include_a_name_no_utf8_holds_falls_back():
     found = _providers()
     found[0] = found[0]._replace(name="lone \ud800 surrogate")
     embedded = _embedded(found)
-    written = resource_providers.list_json(req, found, embedded)
+    written = resource_providers.list_json(req, _rows(found), embedded)
     body_of = resource_providers.representer(req)
     expected = {"resource_providers": [body_of(p, embedded) for p in found]}
     assert written == answering.dumps(expected)
