@@ -4,6 +4,8 @@ item 3: a worker's memory returns after a large answer)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from placement_svc.cmd import runtime
@@ -79,3 +81,29 @@ def test_without_proc_nothing_is_done(process, monkeypatch):
 def test_this_process_can_measure_and_trim():
     assert runtime._resident() > 10 * MB  # Linux: /proc/self/statm
     assert runtime._trim is not None  # glibc: malloc_trim
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="Linux's /proc")
+def test_the_resident_size_is_read_again_each_time_and_by_each_process():
+    """The kept descriptor reads the size as it is now, and a forked child
+    reads its own, not the parent's (the descriptor is the opener's)."""
+    before = runtime._resident()
+    grown = bytearray(64 * MB)
+    grown[:: os.sysconf("SC_PAGE_SIZE")] = b"x" * len(grown[:: os.sysconf("SC_PAGE_SIZE")])
+    after = runtime._resident()
+    assert after - before >= 60 * MB
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's answer goes through the pipe
+        os.close(reader)
+        del grown
+        mine = runtime._resident()
+        os.write(writer, f"{runtime._statm[0] == os.getpid()} {mine}".encode())
+        os._exit(0)
+    os.close(writer)
+    os.waitpid(child, 0)
+    own, seen = os.read(reader, 100).decode().split()
+    os.close(reader)
+    assert own == "True"
+    assert int(seen) > 0
+    assert runtime._statm[0] == os.getpid()  # the parent's own, still
