@@ -50,6 +50,7 @@ from gunicorn.workers.sync import SyncWorker
 
 from placement_svc import errors
 from placement_svc.cmd import connections, framing, runtime
+from placement_svc.http import requestlog
 
 LOG = logging.getLogger(__name__)
 
@@ -218,11 +219,13 @@ class ReadAheadWorker(SyncWorker):
     def _run_one(self, connection: connections.Connection) -> None:
         buffered = _Buffered(connection, self.connections.write_blocking)
         listener = _Closed(connection.server_address)
+        requestlog.hold_lines()  # the request's line once its answer is out
         try:
             self.handle(listener, buffered, connection.peer)
         except Exception:  # handle answers errors itself; this is a last resort
             self.log.exception("Error handling a request from %s", connection.peer)
         self.connections.start_writing(connection)
+        requestlog.write_held()
         runtime.give_back_memory()
 
     def handle_request(self, listener, req, client, addr):

@@ -34,6 +34,7 @@ a newline is ``\\x0a``), so that no request writes a second line or a NUL.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 import sys
@@ -110,7 +111,12 @@ class RequestLog:
             if sent:  # a streamed body: the bytes it sent
                 answer["length"] = str(sent)
             if LOG.isEnabledFor(logging.INFO):
-                _write(environ, answer, time.perf_counter() - started)
+                elapsed = time.perf_counter() - started
+                held = _HELD.get()
+                if held is None:
+                    _write(environ, answer, elapsed)
+                else:  # written once the answer is out (see hold_lines)
+                    held.append((environ, answer, elapsed))
 
         try:  # even the proxy headers' failure is a JSON 500
             body = self._enter(environ, record_status)
@@ -137,6 +143,30 @@ class RequestLog:
             _uri(environ),
         )
         return self.application(environ, start_response)
+
+
+# The request lines held back by the server until its answer is out (hold_lines).
+_HELD: contextvars.ContextVar[list[tuple[Environ, dict[str, str], float]] | None] = (
+    contextvars.ContextVar("placement_svc_held_lines", default=None)
+)
+
+
+def hold_lines() -> None:
+    """For a server that writes an answer out after the application has
+    made it (cmd/http_worker.py): the request lines of this context are
+    held from now on, and written by ``write_held`` once the answer is
+    out. A line (its formatting and its write to the log) cost as much as
+    the whole of a small read; the client need not wait for it. The line
+    is the same, its time taken measured as before."""
+    _HELD.set([])
+
+
+def write_held() -> None:
+    """Write the lines held since ``hold_lines``, and hold none after."""
+    held = _HELD.get()
+    _HELD.set(None)
+    for environ, answer, elapsed in held or ():
+        _write(environ, answer, elapsed)
 
 
 class _ProxyHeaders(http_proxy_to_wsgi.HTTPProxyToWSGI):

@@ -293,3 +293,25 @@ def test_the_record_names_the_route_by_its_template(log, method, path, route):
     assert [r.route for r in records] == [route]
     assert f'"{method} {path}"' in records[0].getMessage()
     assert json.loads(formatters.JSONFormatter().format(records[0]))["extra"]["route"] == route
+
+
+def test_a_server_may_hold_the_line_until_its_answer_is_out(log, monkeypatch):
+    """serve's worker (cmd/http_worker.py) holds the line while the answer
+    is made and written out, then writes it: the same line, with the time
+    the request took, not the time until it was written."""
+    application = make_app()
+    requestlog.hold_lines()
+    try:
+        status, _headers, _body = call(application, "GET", "/", **TOKEN_AND_LATEST)
+        assert status == "200 OK"
+        assert [r for r in log.records if r.name == "placement_svc.requests"] == []
+    finally:
+        requestlog.write_held()
+    line = the_line(log)
+    assert line.startswith('127.0.0.1 "GET /" status: 200 len: ')
+    assert " time: 0.0123s " in line
+    log.clear()
+    ticks = iter([200.0, 200.5])
+    monkeypatch.setattr(requestlog.time, "perf_counter", lambda: next(ticks))
+    call(application, "GET", "/", **TOKEN_AND_LATEST)  # held no more: at once
+    assert " time: 0.5000s " in the_line(log)
