@@ -96,3 +96,48 @@ def test_a_committed_connection_goes_back_without_another_rollback(engine):
     raw.close()
     with engine.connect() as conn:  # ...is rolled back
         assert rollbacks(conn) == before + 1
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_a_read_on_postgresql_runs_outside_a_transaction_and_a_write_after_it_inside(engine):
+    """A read's statements each see what was committed when they began, as
+    under READ COMMITTED in a transaction, without a BEGIN and a COMMIT; the
+    one pooled connection goes back to transactions for the write that
+    takes it next, which is whole or nothing."""
+    db = Database(engine)
+    seen = []
+
+    def read(conn):
+        seen.append(conn.connection.dbapi_connection.autocommit)
+        # Outside a transaction, each statement is its own: its start is now().
+        return conn.exec_driver_sql("SELECT now() = statement_timestamp()").scalar()
+
+    def write(conn):
+        seen.append(conn.connection.dbapi_connection.autocommit)
+        conn.exec_driver_sql("CREATE TABLE half_written (id int)")
+        conn.exec_driver_sql("INSERT INTO half_written VALUES (1)")
+        raise RuntimeError("the write fails after two statements")
+
+    def count_tables(conn):
+        return conn.exec_driver_sql(
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'half_written'"
+        ).scalar()
+
+    assert db.read(read) is True
+    with pytest.raises(RuntimeError):
+        db.write(write)
+    assert db.read(count_tables) == 0  # rolled back whole: it ran in a transaction
+    assert db.read(read) is True
+    assert seen == [True, False, True]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_a_transaction_shows_now_at_its_start_to_every_statement(engine):
+    """The check above can fail: in a write's transaction, a later
+    statement's start is after now(), the transaction's."""
+
+    def write(conn):
+        conn.exec_driver_sql("SELECT pg_sleep(0.01)")
+        return conn.exec_driver_sql("SELECT now() = statement_timestamp()").scalar()
+
+    assert Database(engine).write(write) is False
