@@ -172,9 +172,16 @@ def test_a_lists_times_are_iso_text_whatever_the_sessions_date_style(db):
     single = db.read(partial(ops.get, uuid=root.uuid))
 
     def listed_in_another_style(conn):
-        if conn.dialect.name == "postgresql":
-            conn.exec_driver_sql("SET LOCAL DateStyle = 'SQL, DMY'")
-        return ops.list_filtered(conn)
+        if conn.dialect.name != "postgresql":
+            return ops.list_filtered(conn)
+        # The session's (a read runs outside a transaction, where SET LOCAL is void).
+        conn.exec_driver_sql("SET DateStyle = 'SQL, DMY'")
+        try:
+            shown = conn.exec_driver_sql("SELECT CAST(TIMESTAMP '2026-11-27 01:02:03' AS text)")
+            assert shown.scalar() == "27/11/2026 01:02:03"  # the style is in force
+            return ops.list_filtered(conn)
+        finally:
+            conn.exec_driver_sql("RESET DateStyle")
 
     assert db.read(listed_in_another_style).newest == single.modified
 
