@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import operator
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -247,12 +248,12 @@ def _unpacked(rows: Iterable[Sequence[Any]]) -> Listed:
     return Listed(providers, _time(newest or None))
 
 
-def _listed(conn: Connection, where: Any, params: dict) -> Listed:
-    """The providers ``where`` holds, in id order, read by _LIST_SELECT
-    (by _PACKED_SELECT through PyMySQL): the rows themselves."""
+def _listed(conn: Connection, statement: sa.Select, params: dict) -> Listed:
+    """The providers ``statement`` (of _LIST_SELECT, or _PACKED_SELECT
+    through PyMySQL) reads, in id order: the rows themselves."""
     if conn.dialect.driver == "pymysql":
-        return _unpacked(conn.execute(_PACKED_SELECT.where(where).order_by(RP.c.id), params).all())
-    rows: Sequence[Any] = conn.execute(_LIST_SELECT.where(where).order_by(RP.c.id), params).all()
+        return _unpacked(conn.execute(statement, params).all())
+    rows: Sequence[Any] = conn.execute(statement, params).all()
     return Listed(rows, _time(max(filter(None, map(_MODIFIED, rows)), default=None)))
 
 
@@ -469,14 +470,13 @@ def list_filtered(
     where = []
     params: dict[str, int | str] = {}
     if name is not None:
-        where.append(RP.c.name == name)
+        params["name"] = name
     if uuid is not None:
-        where.append(RP.c.uuid == uuid)
+        params["uuid"] = uuid
     if in_tree is not None:
         if "\x00" in in_tree:  # no provider has one, and PostgreSQL refuses the query
             return Listed([], None)
         # In the same statement: a uuid no provider has leaves no root, and no row.
-        where.append(RP.c.root_provider_id == _ROOT_OF)
         params["in_tree"] = in_tree
     if member_of:
         where.append(filters.aggregates_condition(RP.c.id, member_of.any_of, member_of.forbidden))
@@ -489,10 +489,43 @@ def list_filtered(
         missing = tuple(rc_name for rc_name in resources if rc_name not in rc_ids)
         if missing:
             raise UnknownResourceClass(missing)
-        where.append(RP.c.id.in_(filters.providers_with_capacity(len(resources))))
         for position, (rc_name, amount) in enumerate(resources.items()):
             params.update(filters.capacity_parameters(position, rc_ids[rc_name], amount))
-    return _listed(conn, sa.and_(sa.true(), *where), params)
+    form = (name is not None, uuid is not None, in_tree is not None, len(resources or ()))
+    packed = conn.dialect.driver == "pymysql"
+    if where:  # member_of and required: their values are in the statement
+        statement = _list_statement(form, packed, sa.and_(sa.true(), *where))
+    else:
+        statement = _kept_list_statement(form, packed)
+    return _listed(conn, statement, params)
+
+
+def _list_statement(form: tuple[bool, bool, bool, int], packed: bool, *more: Any) -> sa.Select:
+    """The list's statement: the filters ``form`` names (name, uuid,
+    in_tree, the number of classes of resources=) with their values bound
+    by name, and the conditions ``more``."""
+    by_name, by_uuid, by_tree, classes = form
+    where = list(more)
+    if by_name:
+        where.append(RP.c.name == sa.bindparam("name", type_=sa.String))
+    if by_uuid:
+        where.append(RP.c.uuid == sa.bindparam("uuid", type_=sa.String))
+    if by_tree:
+        where.append(RP.c.root_provider_id == _ROOT_OF)
+    if classes:
+        where.append(RP.c.id.in_(filters.providers_with_capacity(classes)))
+    selected = _PACKED_SELECT if packed else _LIST_SELECT
+    return selected.where(sa.and_(sa.true(), *where)).order_by(RP.c.id)
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_list_statement(form: tuple[bool, bool, bool, int], packed: bool) -> sa.Select:
+    """``_list_statement`` of a form without member_of and required, built
+    once: SQLAlchemy works out a key of every statement it runs, walking
+    it whole, but once only for one statement object (a tenth of an
+    in_tree= read's time). At most a few dozen forms: four filters, and
+    the number of classes a query names."""
+    return _list_statement(form, packed)
 
 
 def _traits_condition(conn: Connection, required: TraitFilter) -> sa.ColumnElement:
