@@ -90,45 +90,75 @@ def _capacity_select(classes: int) -> sa.Select:
     )
 
 
-def has_any_trait(provider_id: Column, trait_ids: Iterable[int]) -> sa.Exists:
+def has_any_trait(provider_id: Column, trait_ids: Any) -> sa.Exists:
+    """A trait of ``trait_ids`` (ids, or an expanding bound parameter) is on the provider."""
     return sa.exists().where(
-        RPT.c.resource_provider_id == provider_id, RPT.c.trait_id.in_(set(trait_ids))
+        RPT.c.resource_provider_id == provider_id, RPT.c.trait_id.in_(trait_ids)
     )
 
 
-def traits_condition(
-    provider_id: Column, any_of: list[set[int]], forbidden: set[int]
-) -> sa.ColumnElement[bool]:
-    """Every set in ``any_of`` has a member on the provider; no forbidden trait is."""
-    conditions: list[sa.ColumnElement[bool]] = [has_any_trait(provider_id, ids) for ids in any_of]
+def traits_condition(provider_id: Column, groups: int, forbidden: bool) -> sa.ColumnElement[bool]:
+    """Each of ``groups`` sets of trait ids has a member on the provider;
+    with ``forbidden``, no forbidden trait is. The ids are bound by name
+    (``traits_parameters``), so that one statement serves every request of
+    its form: SQLAlchemy walks a statement whole to key it, once per
+    statement object."""
+    conditions: list[sa.ColumnElement[bool]] = [
+        has_any_trait(provider_id, _expanding(f"traits_{n}")) for n in range(groups)
+    ]
     if forbidden:
-        conditions.append(~has_any_trait(provider_id, forbidden))
+        conditions.append(~has_any_trait(provider_id, _expanding("traits_forbidden")))
     return sa.and_(sa.true(), *conditions)
 
 
-def in_any_aggregate(provider_id: Column, aggregate_uuids: Iterable[str]) -> sa.ColumnElement[bool]:
-    """``provider_id`` is a member of one of these aggregates: IN the
-    members of them all, read once (SQLite ran a correlated EXISTS once per
-    provider, two and a half times as long at 10,000 providers; PostgreSQL
-    and MariaDB plan both alike). A membership's provider is never NULL,
-    so NOT of it is sound too."""
+def traits_parameters(any_of: list[set[int]], forbidden: set[int]) -> dict[str, list[int]]:
+    """The values of ``traits_condition(..., len(any_of), bool(forbidden))``."""
+    bound = {f"traits_{n}": sorted(ids) for n, ids in enumerate(any_of)}
+    if forbidden:
+        bound["traits_forbidden"] = sorted(forbidden)
+    return bound
+
+
+def in_any_aggregate(provider_id: Column, aggregate_uuids: Any) -> sa.ColumnElement[bool]:
+    """``provider_id`` is a member of one of these aggregates (uuids, or an
+    expanding bound parameter): IN the members of them all, read once
+    (SQLite ran a correlated EXISTS once per provider, two and a half times
+    as long at 10,000 providers; PostgreSQL and MariaDB plan both alike). A
+    membership's provider is never NULL, so NOT of it is sound too."""
     members = (
         sa.select(RPA.c.resource_provider_id)
         .join(AGG, AGG.c.id == RPA.c.aggregate_id)
-        .where(AGG.c.uuid.in_(set(aggregate_uuids)))
+        .where(AGG.c.uuid.in_(aggregate_uuids))
     )
     return provider_id.in_(members)
 
 
 def aggregates_condition(
-    provider_id: Column, any_of: list[frozenset[str]], forbidden: set[str]
+    provider_id: Column, groups: int, forbidden: bool
 ) -> sa.ColumnElement[bool]:
+    """Each of ``groups`` sets of aggregate uuids has one the provider is a
+    member of; with ``forbidden``, it is a member of none of those. Bound by
+    name, as ``traits_condition`` (``aggregates_parameters``)."""
     conditions: list[sa.ColumnElement[bool]] = [
-        in_any_aggregate(provider_id, uuids) for uuids in any_of
+        in_any_aggregate(provider_id, _expanding(f"aggregates_{n}")) for n in range(groups)
     ]
     if forbidden:
-        conditions.append(~in_any_aggregate(provider_id, forbidden))
+        conditions.append(~in_any_aggregate(provider_id, _expanding("aggregates_forbidden")))
     return sa.and_(sa.true(), *conditions)
+
+
+def aggregates_parameters(
+    any_of: list[frozenset[str]], forbidden: set[str]
+) -> dict[str, list[str]]:
+    """The values of ``aggregates_condition(..., len(any_of), bool(forbidden))``."""
+    bound = {f"aggregates_{n}": sorted(uuids) for n, uuids in enumerate(any_of)}
+    if forbidden:
+        bound["aggregates_forbidden"] = sorted(forbidden)
+    return bound
+
+
+def _expanding(name: str) -> sa.BindParameter:
+    return sa.bindparam(name, expanding=True)
 
 
 def ids_in(column: Column, ids: Iterable[int]) -> sa.ColumnElement[bool]:

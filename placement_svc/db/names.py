@@ -18,8 +18,18 @@ def _ids(conn: Connection, table: sa.Table, names: Iterable[str]) -> dict[str, i
     wanted = {name for name in names if "\x00" not in name}
     if not wanted:
         return {}
-    rows = conn.execute(sa.select(table.c.name, table.c.id).where(table.c.name.in_(wanted)))
+    rows = conn.execute(_BY_NAMES[table.name], {"names": sorted(wanted)})
     return {row.name: row.id for row in rows}
+
+
+# Built once (SQLAlchemy keys a statement by walking it, once per statement
+# object): the names bound as one expanding parameter.
+_BY_NAMES = {
+    table.name: sa.select(table.c.name, table.c.id).where(
+        table.c.name.in_(sa.bindparam("names", expanding=True))
+    )
+    for table in (RC, TRAIT)
+}
 
 
 def resource_class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:

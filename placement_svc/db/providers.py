@@ -467,8 +467,7 @@ def list_filtered(
     resources: dict[str, int] | None = None,
 ) -> Listed:
     """GET /resource_providers: every filter ANDed, in one statement."""
-    where = []
-    params: dict[str, int | str] = {}
+    params: dict[str, Any] = {}
     if name is not None:
         params["name"] = name
     if uuid is not None:
@@ -478,10 +477,19 @@ def list_filtered(
             return Listed([], None)
         # In the same statement: a uuid no provider has leaves no root, and no row.
         params["in_tree"] = in_tree
+    aggregates = traits = (0, False)  # (any-of sets, forbidden ones): the form of each
     if member_of:
-        where.append(filters.aggregates_condition(RP.c.id, member_of.any_of, member_of.forbidden))
+        aggregates = (len(member_of.any_of), bool(member_of.forbidden))
+        params.update(filters.aggregates_parameters(member_of.any_of, member_of.forbidden))
     if required:
-        where.append(_traits_condition(conn, required))
+        trait_ids = _required_trait_ids(conn, required)
+        traits = (len(required.any_of), bool(required.forbidden))
+        params.update(
+            filters.traits_parameters(
+                [{trait_ids[n] for n in group} for group in required.any_of],
+                {trait_ids[n] for n in required.forbidden},
+            )
+        )
     if resources and max(resources.values()) > tables.MAX_INT:
         return Listed([], None)  # no inventory can hold more than an INT
     if resources:
@@ -491,21 +499,42 @@ def list_filtered(
             raise UnknownResourceClass(missing)
         for position, (rc_name, amount) in enumerate(resources.items()):
             params.update(filters.capacity_parameters(position, rc_ids[rc_name], amount))
-    form = (name is not None, uuid is not None, in_tree is not None, len(resources or ()))
-    packed = conn.dialect.driver == "pymysql"
-    if where:  # member_of and required: their values are in the statement
-        statement = _list_statement(form, packed, sa.and_(sa.true(), *where))
-    else:
-        statement = _kept_list_statement(form, packed)
-    return _listed(conn, statement, params)
+    form = _Form(
+        name is not None, uuid is not None, in_tree is not None, len(resources or ()), *aggregates,
+        *traits,
+    )  # fmt: skip
+    return _listed(conn, _list_statement(form, conn.dialect.driver == "pymysql"), params)
 
 
-def _list_statement(form: tuple[bool, bool, bool, int], packed: bool, *more: Any) -> sa.Select:
-    """The list's statement: the filters ``form`` names (name, uuid,
-    in_tree, the number of classes of resources=) with their values bound
-    by name, and the conditions ``more``."""
-    by_name, by_uuid, by_tree, classes = form
-    where = list(more)
+class _Form(NamedTuple):
+    """Which filters a list has, and how many values of each kind: what
+    its statement is made of (the values are bound by name)."""
+
+    by_name: bool
+    by_uuid: bool
+    by_tree: bool
+    classes: int  # of resources=
+    aggregate_sets: int  # member_of's any-of sets
+    forbidden_aggregates: bool
+    trait_sets: int  # required's any-of sets
+    forbidden_traits: bool
+
+
+@functools.lru_cache(maxsize=128)
+def _list_statement(form: _Form, packed: bool) -> sa.Select:
+    """The list's statement for ``form`` (of _PACKED_SELECT through
+    PyMySQL), built once: SQLAlchemy works out a key of every statement
+    it runs, walking it whole, but once only for one statement object (a
+    third of an in_tree= read's time in-process). Forms are few: a client
+    naming many any-of sets makes a few more, which the cache drops."""
+    by_name, by_uuid, by_tree, classes = form.by_name, form.by_uuid, form.by_tree, form.classes
+    where = []
+    if form.aggregate_sets or form.forbidden_aggregates:
+        where.append(
+            filters.aggregates_condition(RP.c.id, form.aggregate_sets, form.forbidden_aggregates)
+        )
+    if form.trait_sets or form.forbidden_traits:
+        where.append(filters.traits_condition(RP.c.id, form.trait_sets, form.forbidden_traits))
     if by_name:
         where.append(RP.c.name == sa.bindparam("name", type_=sa.String))
     if by_uuid:
@@ -518,23 +547,9 @@ def _list_statement(form: tuple[bool, bool, bool, int], packed: bool, *more: Any
     return selected.where(sa.and_(sa.true(), *where)).order_by(RP.c.id)
 
 
-@functools.lru_cache(maxsize=64)
-def _kept_list_statement(form: tuple[bool, bool, bool, int], packed: bool) -> sa.Select:
-    """``_list_statement`` of a form without member_of and required, built
-    once: SQLAlchemy works out a key of every statement it runs, walking
-    it whole, but once only for one statement object (a tenth of an
-    in_tree= read's time). At most a few dozen forms: four filters, and
-    the number of classes a query names."""
-    return _list_statement(form, packed)
-
-
-def _traits_condition(conn: Connection, required: TraitFilter) -> sa.ColumnElement:
+def _required_trait_ids(conn: Connection, required: TraitFilter) -> dict[str, int]:
     ids = names.trait_ids(conn, required.names())
     missing = sorted(required.names() - set(ids))
     if missing:
         raise UnknownTrait(tuple(missing))
-    return filters.traits_condition(
-        RP.c.id,
-        [{ids[n] for n in group} for group in required.any_of],
-        {ids[n] for n in required.forbidden},
-    )
+    return ids
