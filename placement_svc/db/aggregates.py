@@ -14,13 +14,16 @@ RPA = tables.resource_provider_aggregates
 
 
 def for_provider(conn: Connection, provider_id: int) -> list[str]:
-    rows = conn.execute(
-        sa.select(AGG.c.uuid)
-        .join(RPA, RPA.c.aggregate_id == AGG.c.id)
-        .where(RPA.c.resource_provider_id == provider_id)
-        .order_by(AGG.c.uuid)
-    )
-    return [row.uuid for row in rows]
+    return [row.uuid for row in conn.execute(_FOR_PROVIDER, {"provider_id": provider_id})]
+
+
+# Built once (SQLAlchemy keys a statement by walking it, once per object).
+_FOR_PROVIDER = (
+    sa.select(AGG.c.uuid)
+    .join(RPA, RPA.c.aggregate_id == AGG.c.id)
+    .where(RPA.c.resource_provider_id == sa.bindparam("provider_id"))
+    .order_by(AGG.c.uuid)
+)
 
 
 def _ensure_ids(conn: Connection, uuids: list[str]) -> dict[str, int]:

@@ -119,16 +119,19 @@ def _nameable(text: str) -> bool:
 def for_consumer(conn: Connection, consumer_uuid: str) -> tuple[Consumer | None, list[Allocation]]:
     if not _nameable(consumer_uuid):
         return None, []
-    found = [
-        _record(row) for row in conn.execute(_select().where(ALLOC.c.consumer_id == consumer_uuid))
-    ]
+    found = [_record(row) for row in conn.execute(_BY_CONSUMER, {"consumer": consumer_uuid})]
     consumer = consumers.find(conn, consumer_uuid) if found else None
     return consumer, found
 
 
 def for_provider(conn: Connection, provider_id: int) -> list[Allocation]:
-    rows = conn.execute(_select().where(ALLOC.c.resource_provider_id == provider_id))
+    rows = conn.execute(_BY_PROVIDER, {"provider_id": provider_id})
     return [_record(row) for row in rows]
+
+
+# Built once (SQLAlchemy keys a statement by walking it, once per object).
+_BY_CONSUMER = _SELECT.where(ALLOC.c.consumer_id == sa.bindparam("consumer", type_=sa.String))
+_BY_PROVIDER = _SELECT.where(ALLOC.c.resource_provider_id == sa.bindparam("provider_id"))
 
 
 def _select_with_consumers() -> sa.Select:

@@ -84,13 +84,17 @@ def with_defaults(resource_class: str, data: dict) -> Inventory:
 
 
 def list_for(conn: Connection, provider_id: int) -> list[Inventory]:
-    rows = conn.execute(
-        sa.select(INV, RC.c.name.label("rc_name"))
-        .join(RC, RC.c.id == INV.c.resource_class_id)
-        .where(INV.c.resource_provider_id == provider_id)
-        .order_by(RC.c.name)
-    )
-    return [record(row) for row in rows]
+    return [record(row) for row in conn.execute(_LIST_FOR, {"provider_id": provider_id})]
+
+
+# Reads nova's periodic tasks make of every provider, built once: SQLAlchemy
+# keys a statement by walking it, once per statement object.
+_LIST_FOR = (
+    sa.select(INV, RC.c.name.label("rc_name"))
+    .join(RC, RC.c.id == INV.c.resource_class_id)
+    .where(INV.c.resource_provider_id == sa.bindparam("provider_id"))
+    .order_by(RC.c.name)
+)
 
 
 def record(row: sa.Row) -> Inventory:
@@ -104,12 +108,15 @@ def record(row: sa.Row) -> Inventory:
 
 
 def usage_by_class(conn: Connection, provider_id: int) -> dict[int, int]:
-    rows = conn.execute(
-        sa.select(ALLOC.c.resource_class_id, sa.func.sum(ALLOC.c.used).label("used"))
-        .where(ALLOC.c.resource_provider_id == provider_id, holds.live())
-        .group_by(ALLOC.c.resource_class_id)
-    )
+    rows = conn.execute(_USAGE_BY_CLASS, {"provider_id": provider_id})
     return {row.resource_class_id: int(row.used) for row in rows}
+
+
+_USAGE_BY_CLASS = (
+    sa.select(ALLOC.c.resource_class_id, sa.func.sum(ALLOC.c.used).label("used"))
+    .where(ALLOC.c.resource_provider_id == sa.bindparam("provider_id"), holds.live())
+    .group_by(ALLOC.c.resource_class_id)
+)
 
 
 def replace(

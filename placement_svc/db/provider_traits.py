@@ -22,13 +22,22 @@ def for_provider(
     order (the order they were added, a PUT adding its new ones in the
     iteration order of a Python set of ids): no rule reproduces that.
     """
-    rows = conn.execute(
+    statement = _BY_ID_ORDER if order is TRAIT.c.id else _for_provider(order)
+    rows = conn.execute(statement, {"provider_id": provider_id})
+    return [Named(r.id, r.name, r.created_at, r.updated_at) for r in rows]
+
+
+def _for_provider(order: sa.ColumnElement) -> sa.Select:
+    return (
         sa.select(TRAIT)
         .join(RPT, RPT.c.trait_id == TRAIT.c.id)
-        .where(RPT.c.resource_provider_id == provider_id)
+        .where(RPT.c.resource_provider_id == sa.bindparam("provider_id"))
         .order_by(order)
     )
-    return [Named(r.id, r.name, r.created_at, r.updated_at) for r in rows]
+
+
+# The commonest, built once (SQLAlchemy keys a statement by walking it, once per object).
+_BY_ID_ORDER = _for_provider(TRAIT.c.id)
 
 
 def replace(conn: Connection, provider_id: int, trait_ids: set[int]) -> bool:
