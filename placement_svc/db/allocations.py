@@ -132,6 +132,9 @@ def for_provider(conn: Connection, provider_id: int) -> list[Allocation]:
 # Built once (SQLAlchemy keys a statement by walking it, once per object).
 _BY_CONSUMER = _SELECT.where(ALLOC.c.consumer_id == sa.bindparam("consumer", type_=sa.String))
 _BY_PROVIDER = _SELECT.where(ALLOC.c.resource_provider_id == sa.bindparam("provider_id"))
+_DELETE_OF_CONSUMER = sa.delete(ALLOC).where(
+    ALLOC.c.consumer_id == sa.bindparam("consumer", type_=sa.String)
+)
 
 
 def _select_with_consumers() -> sa.Select:
@@ -183,7 +186,7 @@ def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
     if not _nameable(consumer_uuid):
         return False
     holds.sweep(conn, [consumer_uuid], at_most=0)  # a hold that expired is gone already
-    result = conn.execute(sa.delete(ALLOC).where(ALLOC.c.consumer_id == consumer_uuid))
+    result = conn.execute(_DELETE_OF_CONSUMER, {"consumer": consumer_uuid})
     consumers.delete_unused(conn, [consumer_uuid])
     holds.release(conn, [consumer_uuid])
     return result.rowcount > 0

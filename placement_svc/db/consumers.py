@@ -297,8 +297,18 @@ def delete_unused(conn: Connection, uuids: Iterable[str]) -> None:
     wanted = set(uuids)
     if not wanted:
         return
-    has_allocations = sa.exists().where(ALLOC.c.consumer_id == CONSUMER.c.uuid)
-    conn.execute(sa.delete(CONSUMER).where(CONSUMER.c.uuid.in_(wanted), ~has_allocations))
+    bound = {"wanted": sorted(wanted)}
+    conn.execute(_DELETE_UNUSED, bound)
     # Nor a hold (1.51): a consumer made again later starts without one.
-    holding = sa.exists().where(ALLOC.c.consumer_id == HOLD.c.consumer_id)
-    conn.execute(sa.delete(HOLD).where(HOLD.c.consumer_id.in_(wanted), ~holding))
+    conn.execute(_DELETE_UNHELD, bound)
+
+
+# Built once (SQLAlchemy keys a statement by walking it, once per object):
+# every DELETE /allocations and every write that empties a consumer runs them.
+_WANTED: Any = sa.bindparam("wanted", expanding=True)
+_DELETE_UNUSED = sa.delete(CONSUMER).where(
+    CONSUMER.c.uuid.in_(_WANTED), ~sa.exists().where(ALLOC.c.consumer_id == CONSUMER.c.uuid)
+)
+_DELETE_UNHELD = sa.delete(HOLD).where(
+    HOLD.c.consumer_id.in_(_WANTED), ~sa.exists().where(ALLOC.c.consumer_id == HOLD.c.consumer_id)
+)

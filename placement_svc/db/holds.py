@@ -17,6 +17,7 @@ needed for any answer to be right.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any, NamedTuple
 
@@ -131,7 +132,10 @@ def release(conn: Connection, consumer_uuids: list[str]) -> int:
     replaced by permanent ones); returns how many there were."""
     if not consumer_uuids:
         return 0
-    return conn.execute(sa.delete(HOLD).where(HOLD.c.consumer_id.in_(consumer_uuids))).rowcount
+    return conn.execute(_RELEASE, {"consumers": list(consumer_uuids)}).rowcount
+
+
+_RELEASE = sa.delete(HOLD).where(HOLD.c.consumer_id.in_(sa.bindparam("consumers", expanding=True)))
 
 
 def sweep_allocations_of(conn: Connection, condition: sa.ColumnElement[bool]) -> Swept:
@@ -145,6 +149,43 @@ def sweep_allocations_of(conn: Connection, condition: sa.ColumnElement[bool]) ->
         ).scalars()
     )
     return sweep(conn, lapsed, at_most=0) if lapsed else Swept([], frozenset())
+
+
+_HOLDING = sa.exists().where(ALLOC.c.consumer_id == HOLD.c.consumer_id)
+_EXPIRED = HOLD.c.expires_at <= now()
+
+
+@functools.lru_cache(maxsize=4)
+def _sweep_statement(named: bool, others: bool) -> sa.Select:
+    """``sweep``'s read of the hold rows it takes, built once per form (the
+    consumers named: the expanding parameter ``named``; how many rows at
+    most: ``taken``): SQLAlchemy keys a statement by walking it whole, once
+    per statement object, and every allocation write runs this one.
+
+    The rows are held (FOR UPDATE) until the transaction ends, and read
+    again once had: a confirm holding one (it holds the hold's row before
+    the consumer's, as every writer here does) has deleted it by then, or
+    an extension moved its expiry; either way it is no longer taken."""
+    is_named = (
+        HOLD.c.consumer_id.in_(sa.bindparam("named", expanding=True)) if named else sa.false()
+    )
+    old = HOLD.c.expires_at <= now() - TOMBSTONE_SECONDS * 1_000_000
+    wanted = sa.or_(is_named, sa.and_(_EXPIRED, sa.or_(_HOLDING, old))) if others else is_named
+    return (
+        sa.select(HOLD.c.consumer_id, _EXPIRED.label("expired"), _HOLDING.label("holding"))
+        .where(wanted)
+        .order_by(sa.case((is_named, 0), else_=1), HOLD.c.expires_at)
+        .limit(sa.bindparam("taken", type_=sa.Integer))
+        .with_for_update()
+    )
+
+
+_STILL = expired_consumers().where(HOLD.c.consumer_id.in_(sa.bindparam("lapsed", expanding=True)))
+_FREE_ALLOCATIONS = sa.delete(ALLOC).where(ALLOC.c.consumer_id.in_(_STILL))
+_FREE_CONSUMERS = sa.delete(CONSUMER).where(CONSUMER.c.uuid.in_(_STILL))
+_GONE = sa.delete(HOLD).where(
+    HOLD.c.consumer_id.in_(sa.bindparam("gone", expanding=True)), _EXPIRED, ~_HOLDING
+)
 
 
 class Swept(NamedTuple):
@@ -167,22 +208,10 @@ def sweep(conn: Connection, consumer_uuids: list[str], at_most: int = SWEEP_AT_M
     is unknown. Tombstones older than TOMBSTONE_SECONDS go with the sweep.
     """
     named = list(dict.fromkeys(consumer_uuids))
-    holding = sa.exists().where(ALLOC.c.consumer_id == HOLD.c.consumer_id)
-    is_named = HOLD.c.consumer_id.in_(named) if named else sa.false()
-    expired = HOLD.c.expires_at <= now()
-    old = HOLD.c.expires_at <= now() - TOMBSTONE_SECONDS * 1_000_000
-    wanted = sa.or_(is_named, sa.and_(expired, sa.or_(holding, old))) if at_most else is_named
-    # The rows are held (FOR UPDATE) until the transaction ends, and read
-    # again once had: a confirm holding one (it holds the hold's row before
-    # the consumer's, as every writer here does) has deleted it by then, or
-    # an extension moved its expiry; either way it is no longer taken.
-    rows = conn.execute(
-        sa.select(HOLD.c.consumer_id, expired.label("expired"), holding.label("holding"))
-        .where(wanted)
-        .order_by(sa.case((is_named, 0), else_=1), HOLD.c.expires_at)
-        .limit(len(named) + at_most)
-        .with_for_update()
-    ).all()
+    bound: dict[str, Any] = {"taken": len(named) + at_most}
+    if named:
+        bound["named"] = named
+    rows = conn.execute(_sweep_statement(bool(named), bool(at_most)), bound).all()
     named_set = set(named)
     # The named consumers' rows, and at most ``at_most`` others (the first in
     # order of expiry: the rows come named first).
@@ -197,11 +226,10 @@ def sweep(conn: Connection, consumer_uuids: list[str], at_most: int = SWEEP_AT_M
         # Each statement takes only what is still expired when it runs: another
         # writer may have swept one of them meanwhile and made the consumer
         # again, with a hold that has not expired (or none), whose rows stay.
-        still = expired_consumers().where(HOLD.c.consumer_id.in_(lapsed))
-        conn.execute(sa.delete(ALLOC).where(ALLOC.c.consumer_id.in_(still)))
-        conn.execute(sa.delete(CONSUMER).where(CONSUMER.c.uuid.in_(still)))
+        conn.execute(_FREE_ALLOCATIONS, {"lapsed": lapsed})
+        conn.execute(_FREE_CONSUMERS, {"lapsed": lapsed})
     if gone:  # the named consumers' expired holds, and old tombstones
-        conn.execute(sa.delete(HOLD).where(HOLD.c.consumer_id.in_(gone), expired, ~holding))
+        conn.execute(_GONE, {"gone": gone})
     for consumer_uuid in lapsed:
         LOG.info("Hold of consumer %s expired: its allocations are freed", consumer_uuid)
     note(conn, EXPIRED, len(lapsed))
