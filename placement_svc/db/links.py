@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import functools
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from placement_svc.db import tables
+
+
+@functools.lru_cache(maxsize=8)
+def _statements(table: sa.Table, column: str) -> tuple[sa.Select, sa.Delete]:
+    """The read of a provider's links and the delete of some, built once per
+    link table (SQLAlchemy keys a statement by walking it, once per object)."""
+    other = table.c[column]
+    mine = table.c.resource_provider_id == sa.bindparam("provider_id")
+    return (
+        sa.select(other).where(mine),
+        sa.delete(table).where(mine, other.in_(sa.bindparam("gone", expanding=True))),
+    )
 
 
 def replace(
@@ -13,12 +27,11 @@ def replace(
 ) -> bool:
     """Make the provider linked to exactly ``wanted`` ids through ``table.<column>``;
     returns True when that changed anything."""
-    other = table.c[column]
-    mine = table.c.resource_provider_id == provider_id
-    current = {row[0] for row in conn.execute(sa.select(other).where(mine))}
+    read, delete = _statements(table, column)
+    current = {row[0] for row in conn.execute(read, {"provider_id": provider_id})}
     gone = current - wanted
     if gone:
-        conn.execute(sa.delete(table).where(mine, other.in_(gone)))
+        conn.execute(delete, {"provider_id": provider_id, "gone": sorted(gone)})
     new = wanted - current
     if new:
         now = tables.utcnow()

@@ -440,6 +440,14 @@ def delete(conn: Connection, provider: Provider) -> None:
         raise ProviderHasChildren(provider.uuid) from None
 
 
+# Built once (SQLAlchemy keys a statement by walking it, once per object).
+_BUMP = (
+    sa.update(RP)
+    .where(RP.c.id == sa.bindparam("b_id"), RP.c.generation == sa.bindparam("b_seen"))
+    .values(generation=sa.bindparam("b_next"), updated_at=sa.bindparam("b_now"))
+)
+
+
 def bump_generation(conn: Connection, provider: Provider, seen: int | None = None) -> int:
     """Increment the generation if it is still ``seen`` (default: as read).
 
@@ -448,9 +456,8 @@ def bump_generation(conn: Connection, provider: Provider, seen: int | None = Non
     """
     expected = provider.generation if seen is None else seen
     result = conn.execute(
-        sa.update(RP)
-        .where(RP.c.id == provider.id, RP.c.generation == expected)
-        .values(generation=expected + 1, updated_at=tables.utcnow())
+        _BUMP,
+        {"b_id": provider.id, "b_seen": expected, "b_next": expected + 1, "b_now": tables.utcnow()},
     )
     if result.rowcount != 1:
         raise ConcurrentUpdate(provider.uuid)
