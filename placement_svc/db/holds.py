@@ -160,7 +160,10 @@ def _sweep_statement(named: bool, others: bool) -> sa.Select:
     """``sweep``'s read of the hold rows it takes, built once per form (the
     consumers named: the expanding parameter ``named``; how many rows at
     most: ``taken``): SQLAlchemy keys a statement by walking it whole, once
-    per statement object, and every allocation write runs this one.
+    per statement object, and every allocation write runs this one. The
+    limit is written into the statement's text as it runs, as SQLAlchemy
+    writes a limit given as a number: a hand-back sweeps without one
+    (sys.maxsize), past what PostgreSQL's INTEGER parameter holds.
 
     The rows are held (FOR UPDATE) until the transaction ends, and read
     again once had: a confirm holding one (it holds the hold's row before
@@ -175,7 +178,7 @@ def _sweep_statement(named: bool, others: bool) -> sa.Select:
         sa.select(HOLD.c.consumer_id, _EXPIRED.label("expired"), _HOLDING.label("holding"))
         .where(wanted)
         .order_by(sa.case((is_named, 0), else_=1), HOLD.c.expires_at)
-        .limit(sa.bindparam("taken", type_=sa.Integer))
+        .limit(sa.bindparam("taken", type_=sa.Integer, literal_execute=True))
         .with_for_update()
     )
 
