@@ -579,19 +579,7 @@ def test_a_new_allocation_appears_within_one_refresh(page, server, shots):
     )
 
     consumer = "e0000000-0000-4000-8000-0000000000f7"
-    status, answer, _ = seed.call(
-        server.url,
-        "PUT",
-        f"/allocations/{consumer}",
-        {
-            "allocations": {target: {"resources": {"VCPU": 3, "MEMORY_MB": 1024}}},
-            "project_id": "project-c",
-            "user_id": "dave",
-            "consumer_generation": None,
-            "consumer_type": "INSTANCE",
-        },
-    )
-    assert status == 204, answer
+    _claim(server.url, consumer, target, {"VCPU": 3, "MEMORY_MB": 1024}, "dave")
     try:
         used = cloud(server)[target]["usages"]["VCPU"]
         expect(cell).to_have_text(f"{used} / {capacity(inventory)}", timeout=4000)
@@ -735,19 +723,7 @@ def test_a_service_capped_at_1_39_under_a_prefix(page, old_server, shots):
     # A refresh reads the visible providers again: a new allocation shows.
     target = seed.numa(3, 0)
     consumer = "e0000000-0000-4000-8000-0000000000f8"
-    status, answer, _ = seed.call(
-        old_server.url,
-        "PUT",
-        f"/allocations/{consumer}",
-        {
-            "allocations": {target: {"resources": {"VCPU": 5}}},
-            "project_id": "project-c",
-            "user_id": "erin",
-            "consumer_generation": None,
-            "consumer_type": "INSTANCE",
-        },
-    )
-    assert status == 204, answer
+    _claim(old_server.url, consumer, target, {"VCPU": 5}, "erin")
     try:
         cell = page.locator(
             f'li.provider[data-uuid="{target}"] > .card tr[data-rc="VCPU"] .used-cap'
@@ -786,3 +762,20 @@ def test_a_service_capped_at_1_39_under_a_prefix(page, old_server, shots):
             if "/console/" in request.url:
                 continue
             assert request.all_headers()["openstack-api-version"] == "placement 1.39", request.url
+
+
+def _claim(url: str, consumer: str, target: str, resources: dict, user: str) -> None:
+    """A new instance of project-c on ``target``, written through the API."""
+    status, answer, _ = seed.call(
+        url,
+        "PUT",
+        f"/allocations/{consumer}",
+        {
+            "allocations": {target: {"resources": resources}},
+            "project_id": "project-c",
+            "user_id": user,
+            "consumer_generation": None,
+            "consumer_type": "INSTANCE",
+        },
+    )
+    assert status == 204, answer

@@ -176,6 +176,21 @@ export class Api {
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : null, text, etag: response.headers.get("ETag") };
   }
+
+  /**
+   * A provider's four reads below 1.45 (no include=), at once: the bodies of
+   * its inventories, usages, traits and aggregates. ``whose`` words the
+   * errors' action ("a provider's", "the provider's").
+   */
+  async details(uuid, whose) {
+    const base = `/resource_providers/${uuid}`;
+    const [inventories, usages, traits, aggregates] = await Promise.all(
+      ["inventories", "usages", "traits", "aggregates"].map((name) =>
+        this.get(`${base}/${name}`, { action: `read ${whose} ${name}` }),
+      ),
+    );
+    return { inventories: inventories.body, usages: usages.body, traits: traits.body, aggregates: aggregates.body };
+  }
 }
 
 /** Run ``worker`` over ``items`` with at most ``limit`` at once. */

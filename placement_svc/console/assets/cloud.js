@@ -190,18 +190,12 @@ export function mountCloud(main, ctx, params) {
       return !provider.details || provider.stale;
     });
     await pool(missing, 8, async (uuid) => {
-      const base = `/resource_providers/${uuid}`;
-      const [inventories, usages, traits, aggregates] = await Promise.all([
-        api.get(`${base}/inventories`, { action: "read a provider's inventories" }),
-        api.get(`${base}/usages`, { action: "read a provider's usages" }),
-        api.get(`${base}/traits`, { action: "read a provider's traits" }),
-        api.get(`${base}/aggregates`, { action: "read a provider's aggregates" }),
-      ]);
+      const read = await api.details(uuid, "a provider's");
       model.setDetails(uuid, {
-        inventories: inventories.body.inventories,
-        usages: usages.body.usages,
-        traits: traits.body.traits,
-        aggregates: aggregates.body.aggregates,
+        inventories: read.inventories.inventories,
+        usages: read.usages.usages,
+        traits: read.traits.traits,
+        aggregates: read.aggregates.aggregates,
       });
       model.providers.get(uuid).stale = false;
     });

@@ -98,17 +98,7 @@ export function mountProvider(main, ctx, uuid) {
         return;
       }
       if (!api.has("include")) {
-        const base = `/resource_providers/${uuid}`;
-        const [inventories, usages, traits, aggregates] = await Promise.all([
-          api.get(`${base}/inventories`, { action: "read the provider's inventories" }),
-          api.get(`${base}/usages`, { action: "read the provider's usages" }),
-          api.get(`${base}/traits`, { action: "read the provider's traits" }),
-          api.get(`${base}/aggregates`, { action: "read the provider's aggregates" }),
-        ]);
-        me.inventories = inventories.body;
-        me.usages = usages.body;
-        me.traits = traits.body;
-        me.aggregates = aggregates.body;
+        Object.assign(me, await api.details(uuid, "the provider's"));
       }
       const names = new Map(list.map((p) => [p.uuid, p.name]));
       const children = list.filter((p) => p.parent_provider_uuid === uuid).sort((a, b) => (a.name < b.name ? -1 : 1));
