@@ -100,6 +100,7 @@ def fresh_application(url: str):
     cfg.set_override("auth_strategy", "noauth2", group="api")
     application = app.create_app(cfg, Database(engine))
     runtime.tune_gc()
+    runtime.tune_malloc()
     return engine, application
 
 

@@ -288,6 +288,7 @@ def main(argv=None) -> int:
                 print(f"# {shape}: {trees} trees, {providers} providers, loaded in {loaded:.1f} s")
                 application = app.create_app(cfg, Database(engine))
                 runtime.tune_gc()  # as every serving process does (gunicorn's workers)
+                runtime.tune_malloc()
                 for query_shape, label, query in QUERIES:
                     if query_shape != shape:
                         continue

@@ -43,6 +43,7 @@ def init_application():
     except bootstrap.Failure as exc:
         raise RefusedToStart(f"{bootstrap.PROG}: error: {exc}") from None
     runtime.tune_gc()
+    runtime.tune_malloc()
     return app
 
 
