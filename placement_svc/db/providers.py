@@ -63,13 +63,14 @@ class ListedProvider(NamedTuple):
     its root's, joined by ``|`` in SQL (no uuid holds one): one text, so
     that a list keeps what each provider's body holds but for its name and
     generation under one key (api/resource_providers.list_json).
-    ``modified`` is its last change as ISO text (see ``Listed``)."""
+    ``modified`` is its last change as ISO text, on PostgreSQL as a time
+    (see ``_Sortable``)."""
 
     id: int
     uuids: str
     name: str | None
     generation: int | None
-    modified: str | None
+    modified: str | datetime.datetime | None
 
     @property
     def uuid(self) -> str:
@@ -117,6 +118,20 @@ def _iso_text_postgresql(element: _IsoText, compiler: Any, **kw: Any) -> str:
     return f"to_char({compiler.process(element.clauses, **kw)}, 'YYYY-MM-DD HH24:MI:SS.US')"
 
 
+class _Sortable(_IsoText):
+    """A time in a form that sorts as the times do: _IsoText's, but on
+    PostgreSQL the time itself, which psycopg reads in C (to_char cost a
+    list of 1,000 providers 0.8 ms more). ``_time`` takes either."""
+
+    inherit_cache = True
+    name = "sortable_time"
+
+
+@compiles(_Sortable, "postgresql")
+def _sortable_postgresql(element: _Sortable, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)
+
+
 def _build_select() -> sa.Select:
     parent = RP.alias("parent")
     root = RP.alias("root")
@@ -140,6 +155,9 @@ def _tree_join(parent: Any, root: Any) -> Any:
     )
 
 
+_MODIFIED_AT = sa.func.coalesce(RP.c.updated_at, RP.c.created_at)
+
+
 def _build_list_select() -> sa.Select:
     """ListedProvider's columns: the uuids joined in SQL (a root that has
     no root id yet, as upstream wrote some, is its own root)."""
@@ -151,7 +169,7 @@ def _build_list_select() -> sa.Select:
         RP.c.uuid + bar + sa.func.coalesce(parent.c.uuid, empty) + bar
         + sa.func.coalesce(root.c.uuid, RP.c.uuid)
     )  # fmt: skip
-    modified = _IsoText(sa.func.coalesce(RP.c.updated_at, RP.c.created_at))
+    modified = _Sortable(_MODIFIED_AT)
     return sa.select(
         RP.c.id,
         uuids.label("uuids"),
@@ -211,7 +229,7 @@ def _build_packed_select() -> sa.Select:
     parts = [
         part(columns.id, nullable=False),
         part(columns.generation),
-        part(columns.modified),
+        part(_IsoText(_MODIFIED_AT)),  # text on every backend
         part(columns.uuids, nullable=False),
         sa.func.coalesce(sa.func.concat(sa.literal_column("'='", text), columns.name), empty),
     ]
@@ -260,10 +278,11 @@ def _listed(conn: Connection, statement: sa.Select, params: dict) -> Listed:
 _MODIFIED = operator.itemgetter(ListedProvider._fields.index("modified"))
 
 
-def _time(text: str | None) -> datetime.datetime | None:
-    """A time as the database wrote it as text ("2026-11-26 13:21:21.99407")."""
-    if text is None:
-        return None
+def _time(text: str | datetime.datetime | None) -> datetime.datetime | None:
+    """A time as the database wrote it as text ("2026-11-26 13:21:21.99407"),
+    or as the time itself (PostgreSQL's)."""
+    if text is None or isinstance(text, datetime.datetime):
+        return text
     try:
         return datetime.datetime.fromisoformat(text)
     except ValueError:  # a form no database of ours writes: the answer's time is now
