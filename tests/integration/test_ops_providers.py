@@ -140,8 +140,8 @@ def test_list_names_unknown_traits_sorted_and_unknown_classes_in_order(db):
 
 
 def test_a_list_carries_the_newest_change_of_its_providers(db):
-    """The list reads its providers' times as text and keeps the newest
-    alone, on every backend: the same time as the newest single read."""
+    """The list keeps the newest of its providers' times alone, on every
+    backend: the same time as the newest single read."""
     root = _create(db, "root")
     child = _create(db, "child", parent_uuid=root.uuid)
     _create(db, "other")
@@ -163,6 +163,26 @@ def test_a_list_carries_the_newest_change_of_its_providers(db):
     tree = db.read(partial(ops.list_filtered, in_tree=child.uuid))
     assert [p.name for p in tree.providers] == ["root", "renamed"]
     assert db.read(partial(ops.list_filtered, in_tree=new_uuid())) == ([], None)
+
+
+def test_a_list_names_parents_and_roots_it_does_not_list(db):
+    """A filtered list shows each provider's parent and root even when they
+    are not among the providers listed (on PostgreSQL, read after the list
+    itself, and once for all of them), as a single read shows them."""
+    root = _create(db, "root")
+    middle = _create(db, "middle", parent_uuid=root.uuid)
+    leaves = [_create(db, f"leaf-{n}", parent_uuid=middle.uuid) for n in range(3)]
+    _create(db, "alone")
+    for leaf in leaves:
+        found = db.read(partial(ops.list_filtered, name=leaf.name)).providers
+        assert [_bodied(ops.ListedProvider._make(p)) for p in found] == [
+            _bodied(db.read(partial(ops.get, uuid=leaf.uuid)))
+        ]
+        assert found[0].uuids == f"{leaf.uuid}|{middle.uuid}|{root.uuid}"
+    found = db.read(partial(ops.list_filtered, in_tree=leaves[0].uuid)).providers
+    assert [p.uuids.split("|")[1:] for p in found] == [["", root.uuid]] + [
+        [parent.uuid, root.uuid] for parent in [root, middle, middle, middle]
+    ]
 
 
 def test_a_lists_newest_time_is_right_whatever_the_sessions_date_style(db):
