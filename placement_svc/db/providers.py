@@ -54,13 +54,15 @@ class Provider(NamedTuple):
 class ListedProvider(NamedTuple):
     """A provider as a list reads it: what its body in a list is made of,
     and no more. A list of thousands is the read operators and nova's
-    periodic tasks make most: these are the rows as the driver gave them
-    (on SQLite and PostgreSQL, SQLAlchemy's rows of the same columns in
-    this order, which read alike by position and by name), not a Provider
-    made of each (a fifth of the list's time).
+    periodic tasks make most: on SQLite these are the rows as the driver
+    gave them (SQLAlchemy's rows of the same columns in this order, which
+    read alike by position and by name), not a Provider made of each (a
+    fifth of the list's time); on PostgreSQL and through PyMySQL, made of
+    the rows as cheaply as a tuple (``_with_uuids``, ``_unpacked``).
 
     ``uuids`` is the provider's uuid, its parent's (empty for a root) and
-    its root's, joined by ``|`` in SQL (no uuid holds one): one text, so
+    its root's, joined by ``|`` (no uuid holds one; in SQL, or on
+    PostgreSQL by ``_with_uuids``): one text, so
     that a list keeps what each provider's body holds but for its name and
     generation under one key (api/resource_providers.list_json).
     ``modified`` is its last change as ISO text, on PostgreSQL as a time

@@ -67,3 +67,31 @@ def test_the_amounts_asked_are_bound_not_written_into_the_sql(test_db):
     assert (listed_one, listed_other, listed_none) == (4, 4, 0)
     assert one[-1] == other[-1]  # the same text: only the bound values differ
     assert "512" not in one[-1] and "1024" not in other[-1]
+
+
+def test_parents_and_roots_not_listed_cost_no_statement_per_provider(test_db):
+    """A list of children whose root it does not list (on PostgreSQL their
+    parents' and roots' uuids are read after the providers, once for all)
+    runs as many statements for 40 children as for 4, and names the root."""
+    counted = []
+    for children in (4, 40):
+        test_db.reset()
+        engine = create_engine(test_db.url)
+        client = fixtures.api_client(app.create_app(fixtures.make_conf(), Database(engine)))
+        root = small_cloud.api_provider(client, "root")
+        for index in range(children):
+            small_cloud.api_provider(
+                client, f"child-{index}", parent=root, traits=["HW_CPU_X86_AVX2"]
+            )
+        client.get("/resource_providers")  # the first request's own reads
+        with Statements(engine) as seen:
+            answer = client.get("/resource_providers?required=HW_CPU_X86_AVX2")
+        engine.dispose()
+        assert answer.status_code == 200, answer.text
+        listed = answer.json()["resource_providers"]
+        assert len(listed) == children
+        assert {(p["parent_provider_uuid"], p["root_provider_uuid"]) for p in listed} == {
+            (root, root)
+        }
+        counted.append(len([text for text in seen if text.lstrip().upper().startswith("SELECT")]))
+    assert counted[0] == counted[1], counted
