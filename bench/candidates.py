@@ -408,18 +408,19 @@ def own_queries(scenario, wide_hosts=20):
     return found
 
 
-def measure(clients, label, version, query, repeat):
+def measure(clients, label, version, query, repeat, streak=1):
     """Time the query ``repeat`` times on each endpoint, taking turns (and
-    swapping who goes first each round) so that both see the same machine."""
+    swapping who goes first each round) so that both see the same machine:
+    ``streak`` requests in a row each turn (1: every other request)."""
     timings: list[list[float]] = [[] for _ in clients]
     counts: list[int | None] = [None for _ in clients]
     for client in clients:
         client.headers["openstack-api-version"] = f"placement {version}"
-    for round_ in range(repeat):
+    for round_ in range(-(-repeat // streak)):
         order = list(range(len(clients)))
         if round_ % 2:
             order.reverse()
-        for index in order:
+        for index in [i for i in order for _ in range(min(streak, repeat - round_ * streak))]:
             # Timed: the request until the last byte of the answer is read;
             # the client's own JSON parsing is not the server's latency.
             path = clients[index].resolve(query)
@@ -557,6 +558,14 @@ def main(argv=None):
         "same queries, taking turns with --url, and the ratio of medians is printed",
     )
     parser.add_argument(
+        "--streak",
+        type=int,
+        default=1,
+        help="with --compare, how many requests each endpoint answers in a row before the "
+        "other takes its turn (default 1: every other request, so that each request comes "
+        "after the other endpoint's; more shows each as it answers a steady stream)",
+    )
+    parser.add_argument(
         "--load-into",
         metavar="DATABASE_URL",
         help="the database --url serves (an SQLAlchemy URL): write the flat cloud straight "
@@ -594,6 +603,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.compare_load_into and not args.compare:
         parser.error("--compare-load-into needs --compare")
+    if args.streak < 1:
+        parser.error("--streak must be 1 or more")
     clients = [Client(args.url, args.token)]
     clients[0].database = args.load_into
     if args.compare:
@@ -620,7 +631,7 @@ def main(argv=None):
             if args.explain:
                 measure_explain(clients[0], label, query, args.repeat)
             else:
-                measure(clients, label, version, query, args.repeat)
+                measure(clients, label, version, query, args.repeat, args.streak)
     if RATIOS:
         print(
             f"# geometric mean of the {len(RATIOS)} ratios of medians: "
