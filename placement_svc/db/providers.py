@@ -262,7 +262,7 @@ _STYLES = {"pymysql": PACKED, "psycopg": IDS, "psycopg2": IDS}
 
 
 def _unpacked(rows: Iterable[Sequence[Any]]) -> Listed:
-    """Providers and their newest change from _PACKED_SELECT's rows."""
+    """Providers and their newest change from _PACKED_SELECT's rows, in id order."""
     make = ListedProvider._make
     providers = []
     newest = ""
@@ -282,7 +282,11 @@ def _unpacked(rows: Iterable[Sequence[Any]]) -> Listed:
         )
         if modified > newest:
             newest = modified
+    providers.sort(key=_ID)  # the statement leaves the order to us (see _list_statement)
     return Listed(providers, _time(newest or None))
+
+
+_ID = operator.itemgetter(0)
 
 
 def _listed(conn: Connection, statement: sa.Select, params: dict, style: str) -> Listed:
@@ -619,7 +623,13 @@ def _list_statement(form: _Form, style: str) -> sa.Select:
     if classes:
         where.append(RP.c.id.in_(filters.providers_with_capacity(classes)))
     selected = {JOINED: _LIST_SELECT, PACKED: _PACKED_SELECT, IDS: _IDS_SELECT}[style]
-    return selected.where(sa.and_(sa.true(), *where)).order_by(RP.c.id)
+    statement = selected.where(sa.and_(sa.true(), *where))
+    if style == PACKED:
+        # In id order from ``_unpacked``: MariaDB sorted the rows a filter's
+        # subquery chose in a temporary table (member_of=in: of 2,000 of
+        # 4,000 providers, 17 ms with the ORDER BY, 11 ms without).
+        return statement
+    return statement.order_by(RP.c.id)
 
 
 def _required_trait_ids(conn: Connection, required: TraitFilter) -> dict[str, int]:
