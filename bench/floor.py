@@ -99,8 +99,7 @@ def fresh_application(url: str):
     cfg = conf.make_conf(config_files=[], quickstart_if_unconfigured=False)
     cfg.set_override("auth_strategy", "noauth2", group="api")
     application = app.create_app(cfg, Database(engine))
-    runtime.tune_gc()
-    runtime.tune_malloc()
+    runtime.tune()
     return engine, application
 
 

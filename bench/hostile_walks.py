@@ -231,8 +231,7 @@ def _alarm(_signum, _frame):
 def application_for(database: str):
     engine = create_engine(f"sqlite:///{database}")
     application = app.create_app(defaults(), Database(engine))
-    runtime.tune_gc()  # as every serving process does
-    runtime.tune_malloc()
+    runtime.tune()  # as every serving process does
     status, body = ask(application, AC, "resources=VCPU:1&limit=1", VERSION)  # warm the world
     assert status == 200, body[:300]
     return application

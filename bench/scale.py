@@ -287,8 +287,7 @@ def main(argv=None) -> int:
                 providers = trees * (1 if shape == "flat" else 5)
                 print(f"# {shape}: {trees} trees, {providers} providers, loaded in {loaded:.1f} s")
                 application = app.create_app(cfg, Database(engine))
-                runtime.tune_gc()  # as every serving process does (gunicorn's workers)
-                runtime.tune_malloc()
+                runtime.tune()  # as every serving process does (gunicorn's workers)
                 for query_shape, label, query in QUERIES:
                     if query_shape != shape:
                         continue

@@ -42,8 +42,7 @@ def init_application():
         app = bootstrap.build_app(conf)
     except bootstrap.Failure as exc:
         raise RefusedToStart(f"{bootstrap.PROG}: error: {exc}") from None
-    runtime.tune_gc()
-    runtime.tune_malloc()
+    runtime.tune()
     return app
 
 

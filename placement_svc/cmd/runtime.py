@@ -85,6 +85,13 @@ def tune_malloc() -> bool:
     return bool(kept) and bool(trimmed)
 
 
+def tune() -> None:
+    """What every serving process does once its application is built: the
+    collector's thresholds (tune_gc) and the allocator's (tune_malloc)."""
+    tune_gc()
+    tune_malloc()
+
+
 def give_back_memory() -> None:
     """Called after each answer: when the process holds much more memory
     than after its first answer (a huge answer, or a search ended by its

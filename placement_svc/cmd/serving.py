@@ -134,8 +134,7 @@ class _Gunicorn(BaseApplication):
 
     def load(self):
         application = build_app(self.conf, self.prefix)
-        runtime.tune_gc()
-        runtime.tune_malloc()
+        runtime.tune()
         return application
 
 
