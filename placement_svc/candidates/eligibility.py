@@ -188,8 +188,14 @@ def listed(names: frozenset[str]) -> str:
 def apply(found: Found, request: Request) -> None:
     """Fill ``found.options`` (and where it narrows, ``found.reach``) for
     every group and ``found.roots``."""
+    made: dict[tuple, Options] = {}
     for suffix, group in request.groups.items():
-        options = found.options[suffix] = group_options(found, group)
+        # Groups that ask the same share one Options, lists and all (read,
+        # never changed): walk.options_by_root then indexes them once too.
+        key = group.asks()
+        if key not in made:
+            made[key] = group_options(found, group)
+        options = found.options[suffix] = made[key]
         if found.sharing and narrows(group):
             found.reach[suffix] = _sharing_reach(found, group, options)
     found.roots = anchors(found, request)

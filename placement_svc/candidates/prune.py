@@ -216,11 +216,17 @@ class RoomBound:
         room = found.room
         self.capacity: dict[str, float] = {}
         counted: set[tuple[int, str]] = set()
+        # Like groups share one list of options (eligibility.apply): each
+        # list's providers are counted once per class, not once per group.
+        lists: set[tuple[int, str]] = set()
         isolated_reach: set[int] = set()
         for slot, mine in zip(slots, options):
             if slot.granular and slot.isolated:
                 isolated_reach.update(mine)
             for rc, _amount in slot.amounts:
+                if (id(mine), rc) in lists:
+                    continue
+                lists.add((id(mine), rc))
                 for pid in mine:
                     if (pid, rc) not in counted:
                         counted.add((pid, rc))

@@ -68,6 +68,24 @@ class RequestGroup:
         """Granular groups are served by one provider; the unsuffixed one may spread."""
         return self.suffix != ""
 
+    def asks(self) -> tuple:
+        """What the group asks of a provider, its suffix aside (but whether
+        it has one): groups that ask the same have the same options and the
+        same funnel. Nova and cyborg ask for N like devices as N granular
+        groups alike but for their suffixes."""
+        return (
+            self.same_provider,
+            tuple(sorted(self.resources.items())),
+            _filter_key(self.required.any_of, self.required.forbidden),
+            _filter_key(self.member_of.any_of, self.member_of.forbidden),
+            self.in_tree,
+        )
+
+
+def _filter_key(any_of: list[frozenset[str]], forbidden: set[str]) -> tuple:
+    """A trait or aggregate filter as a hashable value, in no order of the query's."""
+    return tuple(sorted(tuple(sorted(names)) for names in any_of)), tuple(sorted(forbidden))
+
 
 @dataclass
 class Request:

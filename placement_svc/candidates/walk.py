@@ -61,17 +61,26 @@ def slots(request: Request) -> list[Slot]:
     return slots
 
 
+_NO_REACH: dict[int, frozenset[int]] = {}  # a group whose rules narrow no sharing provider
+
+
 def options_by_root(found: Found) -> dict[tuple[str, str | None], dict[int, list[int]]]:
     """(suffix, class) -> anchor root -> providers in reach, indexed once so each
     tree's slots cost only their own options. Sharing providers are in reach of
     every tree they share with, or of the trees the group's rules leave them
-    (``found.reach``)."""
+    (``found.reach``). Groups that share their options and reach (those
+    that ask the same: eligibility.apply) share one index, read only."""
     index: dict[tuple[str, str | None], dict[int, list[int]]] = {}
     providers, sharing = found.providers, found.sharing
+    made: dict[tuple[int, int], dict[int, list[int]]] = {}
     for suffix, by_class in found.options.items():
-        narrowed = found.reach.get(suffix, {})
+        narrowed = found.reach.get(suffix, _NO_REACH)
         for key, pids in by_class.items():
-            per_root: dict[int, list[int]] = {}
+            shared = (id(pids), id(narrowed))
+            if shared in made:
+                index[(suffix, key)] = made[shared]
+                continue
+            per_root = made[shared] = {}
             for pid in pids:
                 trees = narrowed.get(pid) if pid in sharing else None
                 if trees is not None:

@@ -513,3 +513,33 @@ def test_the_funnel_leaves_exactly_the_options_the_engine_gives_each_group():
         nonempty,
         resourceless,
     )
+
+
+# Like groups: one ask under several suffixes
+
+
+def test_like_groups_have_one_funnel_and_one_list_of_options(monkeypatch):
+    cloud = Cloud()
+    cloud.provider("HOST")
+    for n in range(3):
+        cloud.provider(f"DEV{n}", "HOST", {"VGPU": 1}, traits=("CUSTOM_A",))
+    cloud.provider("DEV_B", "HOST", {"VGPU": 1}, traits=("CUSTOM_B",))
+    qs = (
+        "resources1=VGPU:1&required1=CUSTOM_A&resources2=VGPU:1&required2=CUSTOM_A"
+        "&resources3=VGPU:1&required3=CUSTOM_B&group_policy=isolate"
+    )
+    req = ask(qs)
+    worked = []
+    real = funnel.group_funnel
+    monkeypatch.setattr(
+        funnel, "group_funnel", lambda c, g, u=False: worked.append(g.suffix) or real(c, g, u)
+    )
+    funnels = dict(funnel.group_funnels(cloud.whole(req), req.groups))
+    assert worked == ["1", "3"]  # group 2 asks what group 1 asks
+    assert funnels["1"] is funnels["2"] and funnels["3"] is not funnels["1"]
+    assert serving(cloud, funnels["2"]) == {None: ["DEV0", "DEV1", "DEV2"]}
+    assert serving(cloud, funnels["3"]) == {None: ["DEV_B"]}
+    found = cloud.found(req)
+    assert found.options["1"] is found.options["2"]
+    assert cloud.named(found.options["2"][None]) == ["DEV0", "DEV1", "DEV2"]
+    assert cloud.named(found.options["3"][None]) == ["DEV_B"]

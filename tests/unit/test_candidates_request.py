@@ -609,3 +609,16 @@ def test_before_1_43_a_bang_in_same_subtree_names_no_group_as_at_1_39(version):
         "['!_A'] not found"
         in refused(f"{TWO_GROUPS}&group_policy=none&same_subtree=!_A", version).message
     )
+
+
+def test_groups_ask_alike_whatever_their_suffix_and_the_order_of_their_lists():
+    req = query(
+        "resources1=VGPU:1,VCPU:2&required1=in:CUSTOM_B,CUSTOM_A"
+        f"&member_of1=in:{AGG2},{AGG1}&resources_X=VCPU:2,VGPU:1"
+        f"&required_X=in:CUSTOM_A,CUSTOM_B&member_of_X=in:{AGG1},{AGG2}"
+        "&resources2=VGPU:1,VCPU:2&resources=VGPU:1,VCPU:2&group_policy=none"
+    )
+    one, x, two, unsuffixed = (req.groups[s] for s in ("1", "_X", "2", ""))
+    assert one.asks() == x.asks()
+    assert two.asks() != one.asks()  # no required, no member_of
+    assert unsuffixed.asks() != two.asks()  # the unsuffixed group may spread

@@ -87,7 +87,9 @@ def random_found(rng: random.Random) -> Found:
     return found
 
 
-def random_query(rng: random.Random, found: Found) -> tuple[str, Version]:
+def random_query(
+    rng: random.Random, found: Found, like: random.Random | None = None
+) -> tuple[str, Version]:
     """Groups with resources, forbidden traits, member_of (any-of, repeated,
     forbidden) and in_tree (of any provider, sharing ones included), at
     1.39 or, before nested candidates, 1.28."""
@@ -123,9 +125,15 @@ def random_query(rng: random.Random, found: Found) -> tuple[str, Version]:
         classes = rng.sample(CLASSES, rng.randint(1, 2))
         parts.append("resources=" + ",".join(f"{rc}:{rng.randint(1, 2)}" for rc in classes))
         parts += rules("")
+    first: list[str] = []
     for n in range(1, rng.randint(1 if parts else 2, 3)):
-        parts.append(f"resources{n}={rng.choice(CLASSES)}:{rng.randint(1, 2)}")
-        parts += rules(str(n))
+        asked = [f"resources{n}={rng.choice(CLASSES)}:{rng.randint(1, 2)}", *rules(str(n))]
+        if first and like is not None and like.random() < 0.3:
+            # A like group: the first's ask under another suffix (drawn
+            # apart, so the worlds and other queries are those of the seed).
+            asked = [part.replace("1=", f"{n}=", 1) for part in first]
+        first = first or asked
+        parts += asked
     parts.append("group_policy=" + rng.choice(["none", "isolate"]))
     return "&".join(parts), Version(1, 39) if nested else Version(1, 28)
 
@@ -195,13 +203,14 @@ def expected(req, found: Found) -> set:
 
 
 def test_the_walk_on_eligibility_finds_what_brute_force_finds_per_anchor():
-    rng = random.Random(26)
+    rng, like = random.Random(26), random.Random(2611)
     compared = nonempty = nested_sharing = in_tree_sharing = before_nested = 0
-    narrowed = away_only = hopeless = 0
+    narrowed = away_only = hopeless = likes = 0
     for _ in range(1500):
         found = random_found(rng)
-        qs, version = random_query(rng, found)
+        qs, version = random_query(rng, found, like)
         req = ask(qs, version)
+        likes += len({g.asks() for g in req.groups.values()}) < len(req.groups)
         found.options, found.reach = {}, {}
         eligibility.apply(found, req)
         want = expected(req, found)
@@ -247,6 +256,9 @@ def test_the_walk_on_eligibility_finds_what_brute_force_finds_per_anchor():
         narrowed,
         away_only,
     )
+    # Like groups (one ask under two suffixes) share their options
+    # (eligibility.apply): the walk on those is checked too.
+    assert likes > 100, likes
 
 
 def test_the_three_shapes_of_issue_26():

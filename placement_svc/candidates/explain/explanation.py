@@ -45,7 +45,7 @@ def explain(
     """The explanation of ``request``: ``found`` is what the search loaded
     for it, ``cloud`` the whole cloud; ``max_candidates`` the configured
     max_allocation_candidates (-1: none)."""
-    funnels = {suffix: funnel.group_funnel(cloud, g) for suffix, g in request.groups.items()}
+    funnels = dict(funnel.group_funnels(cloud, request.groups))
     served: set[int] | None = None
     for each in funnels.values():
         served = each.trees if served is None else served & each.trees
@@ -90,9 +90,8 @@ def why_empty(found: Found, cloud: Cloud, request: Request) -> str:
         return NO_PROVIDERS
     groups: dict[str, dict[str, Any]] = {}
     served: set[int] | None = None
-    for suffix, group in request.groups.items():
-        each = funnel.group_funnel(cloud, group, until_empty=True)
-        groups[suffix] = each.body(group)
+    for suffix, each in funnel.group_funnels(cloud, request.groups, until_empty=True):
+        groups[suffix] = each.body(request.groups[suffix])
         said = _group_left_none(suffix, groups[suffix])
         if said is not None:
             return said

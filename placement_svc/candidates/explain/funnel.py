@@ -13,6 +13,7 @@ classes' room counts from the same providers, those its rules left.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,20 @@ class Funnel:
             "providers": len(providers),
             "trees": len(self.trees),
         }
+
+
+def group_funnels(
+    cloud: Cloud, groups: Mapping[str, RequestGroup], until_empty: bool = False
+) -> Iterator[tuple[str, Funnel]]:
+    """(suffix, ``group_funnel``) for each group in order, worked out once
+    for groups that ask the same (RequestGroup.asks): a request for eight
+    like devices as eight groups has one funnel, eight times."""
+    made: dict[tuple, Funnel] = {}
+    for suffix, group in groups.items():
+        key = group.asks()
+        if key not in made:
+            made[key] = group_funnel(cloud, group, until_empty)
+        yield suffix, made[key]
 
 
 def group_funnel(cloud: Cloud, group: RequestGroup, until_empty: bool = False) -> Funnel:
