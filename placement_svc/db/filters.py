@@ -20,15 +20,19 @@ ALLOC = tables.allocations
 RPT = tables.resource_provider_traits
 RPA = tables.resource_provider_aggregates
 AGG = tables.placement_aggregates
+RC = tables.resource_classes
+TRAIT = tables.traits
 
 # A provider id column of some statement (the candidates search aliases them).
 Column = sa.ColumnElement[Any]
 
 
-def providers_with_capacity(classes: int) -> sa.Select:
+def providers_with_capacity(classes: int, by_name: bool = False) -> sa.Select:
     """The providers that can take an amount more of each of ``classes``
     classes, units respected: the n-th class and its amount are the bound
-    parameters ``rc_<n>`` and ``amount_<n>`` (``capacity_parameters``).
+    parameters ``rc_<n>`` and ``amount_<n>`` (``capacity_parameters``);
+    with ``by_name``, ``rc_<n>`` is the class's name, looked up in the
+    statement itself (a name no class has leaves no provider).
 
     One grouped read for all the classes: the inventories of any of them
     with room for its amount, counted per provider, which must have every
@@ -37,18 +41,24 @@ def providers_with_capacity(classes: int) -> sa.Select:
     for every row of the first: 50 ms for a thousand providers where this
     takes 10. Built once per number of classes: building the statement
     cost more than SQLite running it."""
-    return _capacity_select(classes)
+    return _capacity_select(classes, by_name)
 
 
-def capacity_parameters(position: int, rc_id: int, amount: int) -> dict[str, int]:
-    return {f"rc_{position}": rc_id, f"amount_{position}": amount}
+def capacity_parameters(position: int, rc: int | str, amount: int) -> dict[str, int | str]:
+    """The values of the ``position``-th class: its id, or its name (``by_name``)."""
+    return {f"rc_{position}": rc, f"amount_{position}": amount}
 
 
 # A query names each class once: more than a few are rare, and a client
 # cannot make the cache grow past this.
 @functools.lru_cache(maxsize=64)
-def _capacity_select(classes: int) -> sa.Select:
-    rc_ids = [sa.bindparam(f"rc_{n}", type_=sa.Integer) for n in range(classes)]
+def _capacity_select(classes: int, by_name: bool) -> sa.Select:
+    rc_ids: list[Any] = [
+        _class_id(sa.bindparam(f"rc_{n}", type_=sa.String))
+        if by_name
+        else sa.bindparam(f"rc_{n}", type_=sa.Integer)
+        for n in range(classes)
+    ]
     amounts = [sa.bindparam(f"amount_{n}", type_=sa.Integer) for n in range(classes)]
     usage = (
         sa.select(
@@ -90,6 +100,12 @@ def _capacity_select(classes: int) -> sa.Select:
     )
 
 
+def _class_id(name: Any) -> Any:
+    """The id of the class named ``name``, as a value of the statement (NULL
+    for a name no class has, which equals nothing)."""
+    return sa.select(RC.c.id).where(RC.c.name == name).scalar_subquery()
+
+
 def has_any_trait(provider_id: Column, trait_ids: Any) -> sa.Exists:
     """A trait of ``trait_ids`` (ids, or an expanding bound parameter) is on the provider."""
     return sa.exists().where(
@@ -97,21 +113,29 @@ def has_any_trait(provider_id: Column, trait_ids: Any) -> sa.Exists:
     )
 
 
-def traits_condition(provider_id: Column, groups: int, forbidden: bool) -> sa.ColumnElement[bool]:
+def traits_condition(
+    provider_id: Column, groups: int, forbidden: bool, by_name: bool = False
+) -> sa.ColumnElement[bool]:
     """Each of ``groups`` sets of trait ids has a member on the provider;
     with ``forbidden``, no forbidden trait is. The ids are bound by name
     (``traits_parameters``), so that one statement serves every request of
     its form: SQLAlchemy walks a statement whole to key it, once per
-    statement object."""
+    statement object. With ``by_name`` the sets are of trait names, looked
+    up in the statement itself (no forbidden ones: see providers.py)."""
+
+    def bound(name: str) -> Any:
+        values = _expanding(name)
+        return sa.select(TRAIT.c.id).where(TRAIT.c.name.in_(values)) if by_name else values
+
     conditions: list[sa.ColumnElement[bool]] = [
-        has_any_trait(provider_id, _expanding(f"traits_{n}")) for n in range(groups)
+        has_any_trait(provider_id, bound(f"traits_{n}")) for n in range(groups)
     ]
     if forbidden:
         conditions.append(~has_any_trait(provider_id, _expanding("traits_forbidden")))
     return sa.and_(sa.true(), *conditions)
 
 
-def traits_parameters(any_of: list[set[int]], forbidden: set[int]) -> dict[str, list[int]]:
+def traits_parameters(any_of: list[set[Any]], forbidden: set[Any]) -> dict[str, list[Any]]:
     """The values of ``traits_condition(..., len(any_of), bool(forbidden))``."""
     bound = {f"traits_{n}": sorted(ids) for n, ids in enumerate(any_of)}
     if forbidden:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import functools
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sqlalchemy as sa
@@ -543,7 +543,13 @@ def list_filtered(
     required: TraitFilter | None = None,
     resources: dict[str, int] | None = None,
 ) -> Listed:
-    """GET /resource_providers: every filter ANDed, in one statement."""
+    """GET /resource_providers: every filter ANDed, in one statement.
+
+    The names ``required`` and ``resources`` give are looked up in that
+    statement where a name no trait or class has can only leave no provider
+    (``_by_name``): then, and only for an empty list, they are looked up
+    on their own, to tell an unknown name (a 400) from a list that is
+    empty. Otherwise first, as upstream does."""
     params: dict[str, Any] = {}
     if name is not None:
         params["name"] = name
@@ -558,7 +564,14 @@ def list_filtered(
     if member_of:
         aggregates = (len(member_of.any_of), bool(member_of.forbidden))
         params.update(filters.aggregates_parameters(member_of.any_of, member_of.forbidden))
-    if required:
+    # What is looked up in the statement, and on its own only for an empty list.
+    deferred_traits: TraitFilter | None = None
+    deferred_classes: dict[str, int] | None = None
+    if required and _by_name(required.any_of, required.forbidden):
+        deferred_traits = required
+        traits = (len(required.any_of), False)
+        params.update(filters.traits_parameters([set(one) for one in required.any_of], set()))
+    elif required:
         trait_ids = _required_trait_ids(conn, required)
         traits = (len(required.any_of), bool(required.forbidden))
         params.update(
@@ -568,20 +581,48 @@ def list_filtered(
             )
         )
     if resources and max(resources.values()) > tables.MAX_INT:
+        if deferred_traits is not None:
+            _required_trait_ids(conn, deferred_traits)  # an unknown trait is a 400 still
         return Listed([], None)  # no inventory can hold more than an INT
-    if resources:
-        rc_ids = names.resource_class_ids(conn, resources)
-        missing = tuple(rc_name for rc_name in resources if rc_name not in rc_ids)
-        if missing:
-            raise UnknownResourceClass(missing)
+    if resources and _by_name([[rc] for rc in resources]):
+        deferred_classes = resources
+        for position, (rc_name, amount) in enumerate(resources.items()):
+            params.update(filters.capacity_parameters(position, rc_name, amount))
+    elif resources:
+        rc_ids = _resource_class_ids(conn, resources)
         for position, (rc_name, amount) in enumerate(resources.items()):
             params.update(filters.capacity_parameters(position, rc_ids[rc_name], amount))
     form = _Form(
         name is not None, uuid is not None, in_tree is not None, len(resources or ()), *aggregates,
-        *traits,
+        *traits, deferred_traits is not None, deferred_classes is not None,
     )  # fmt: skip
     style = _STYLES.get(conn.dialect.driver, JOINED)
-    return _listed(conn, _list_statement(form, style), params, style)
+    listed = _listed(conn, _list_statement(form, style), params, style)
+    if not listed.providers:  # perhaps for a name nothing has: a 400, as upstream's
+        if deferred_traits is not None:
+            _required_trait_ids(conn, deferred_traits)
+        if deferred_classes is not None:
+            _resource_class_ids(conn, deferred_classes)
+    return listed
+
+
+def _by_name(any_of: Sequence[Collection[str]], forbidden: Collection[str] = ()) -> bool:
+    """Whether names may be looked up in the list's statement: when each
+    any-of set is one name, none is forbidden, and none holds a NUL (which
+    PostgreSQL refuses in a query: the look-up on its own leaves it out).
+    An unknown name then leaves no provider, and is told only then; an
+    unknown forbidden trait, or one of several, would leave some."""
+    if forbidden:
+        return False
+    return all(len(one) == 1 and not any("\x00" in name for name in one) for one in any_of)
+
+
+def _resource_class_ids(conn: Connection, resources: dict[str, int]) -> dict[str, int]:
+    rc_ids = names.resource_class_ids(conn, resources)
+    missing = tuple(rc_name for rc_name in resources if rc_name not in rc_ids)
+    if missing:
+        raise UnknownResourceClass(missing)
+    return rc_ids
 
 
 class _Form(NamedTuple):
@@ -596,6 +637,8 @@ class _Form(NamedTuple):
     forbidden_aggregates: bool
     trait_sets: int  # required's any-of sets
     forbidden_traits: bool
+    traits_by_name: bool  # required's names looked up in the statement
+    classes_by_name: bool  # resources='s class names looked up in the statement
 
 
 @functools.lru_cache(maxsize=128)
@@ -613,7 +656,11 @@ def _list_statement(form: _Form, style: str) -> sa.Select:
             filters.aggregates_condition(RP.c.id, form.aggregate_sets, form.forbidden_aggregates)
         )
     if form.trait_sets or form.forbidden_traits:
-        where.append(filters.traits_condition(RP.c.id, form.trait_sets, form.forbidden_traits))
+        where.append(
+            filters.traits_condition(
+                RP.c.id, form.trait_sets, form.forbidden_traits, form.traits_by_name
+            )
+        )
     if by_name:
         where.append(RP.c.name == sa.bindparam("name", type_=sa.String))
     if by_uuid:
@@ -621,7 +668,7 @@ def _list_statement(form: _Form, style: str) -> sa.Select:
     if by_tree:
         where.append(RP.c.root_provider_id == _ROOT_OF)
     if classes:
-        where.append(RP.c.id.in_(filters.providers_with_capacity(classes)))
+        where.append(RP.c.id.in_(filters.providers_with_capacity(classes, form.classes_by_name)))
     selected = {JOINED: _LIST_SELECT, PACKED: _PACKED_SELECT, IDS: _IDS_SELECT}[style]
     statement = selected.where(sa.and_(sa.true(), *where))
     if style == PACKED:

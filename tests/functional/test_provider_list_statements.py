@@ -14,13 +14,17 @@ from tests.support.statements import Statements
 
 AGGREGATE = str(uuid.uuid4())
 ROOT = str(uuid.uuid4())
-# The forms of the list, and the SELECTs each runs: the name lookups (the
-# classes' ids, the trait's id) come before the one statement that reads the
-# providers (the tree's root is a subquery of it).
+# The forms of the list, and the SELECTs each runs: one statement reads the
+# providers (the tree's root, the classes' and the traits' ids are
+# subqueries of it), but for a forbidden trait or an any-of list of several,
+# whose ids are looked up first (an unknown one among them would not leave
+# the list empty, and is a 400 all the same).
 FORMS = {
     "": 1,
-    "?resources=VCPU:1,MEMORY_MB:512": 2,
-    "?required=HW_CPU_X86_AVX2": 2,
+    "?resources=VCPU:1,MEMORY_MB:512": 1,
+    "?required=HW_CPU_X86_AVX2": 1,
+    "?required=HW_CPU_X86_AVX2,!HW_CPU_X86_SSE": 2,
+    "?required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE": 2,
     f"?member_of=in:{AGGREGATE}": 1,
     f"?in_tree={ROOT}": 1,
 }
@@ -95,3 +99,32 @@ def test_parents_and_roots_not_listed_cost_no_statement_per_provider(test_db):
         }
         counted.append(len([text for text in seen if text.lstrip().upper().startswith("SELECT")]))
     assert counted[0] == counted[1], counted
+
+
+def test_an_empty_list_by_name_looks_the_names_up_to_tell_an_unknown_one(test_db):
+    """A list whose classes or traits are looked up in its statement looks
+    them up on their own only when it comes back empty: an unknown name is
+    a 400 (upstream's), a known one an empty list."""
+    engine, client = _served(test_db, 4)
+    client.get("/resource_providers")
+    client.put("/traits/CUSTOM_NOBODY_HAS")
+    cases = {
+        "?resources=VCPU:9": (200, 2),  # known, nobody has room: one look-up more
+        "?required=CUSTOM_NOBODY_HAS": (200, 2),
+        "?resources=CUSTOM_NO_SUCH:1": (400, 2),
+        "?required=CUSTOM_NO_SUCH": (400, 2),
+        "?required=CUSTOM_NO_SUCH&resources=VCPU:1": (400, 2),
+        # An amount no inventory can hold answers empty without the list,
+        # after the traits are looked up.
+        "?required=CUSTOM_NO_SUCH&resources=VCPU:2147483648": (400, 1),
+        "?required=HW_CPU_X86_AVX2&resources=VCPU:2147483648": (200, 1),
+    }
+    for query, (status, selects) in cases.items():
+        with Statements(engine) as seen:
+            answer = client.get(f"/resource_providers{query}")
+        assert answer.status_code == status, (query, answer.text)
+        if status == 200:
+            assert answer.json() == {"resource_providers": []}, query
+        reads = [text for text in seen if text.lstrip().upper().startswith("SELECT")]
+        assert len(reads) == selects, (query, reads)
+    engine.dispose()
