@@ -54,7 +54,7 @@ def capacity_parameters(position: int, rc: int | str, amount: int) -> dict[str, 
 @functools.lru_cache(maxsize=64)
 def _capacity_select(classes: int, by_name: bool) -> sa.Select:
     rc_ids: list[Any] = [
-        _class_id(sa.bindparam(f"rc_{n}", type_=sa.String))
+        _id_named(RC, sa.bindparam(f"rc_{n}", type_=sa.String))
         if by_name
         else sa.bindparam(f"rc_{n}", type_=sa.Integer)
         for n in range(classes)
@@ -100,10 +100,10 @@ def _capacity_select(classes: int, by_name: bool) -> sa.Select:
     )
 
 
-def _class_id(name: Any) -> Any:
-    """The id of the class named ``name``, as a value of the statement (NULL
-    for a name no class has, which equals nothing)."""
-    return sa.select(RC.c.id).where(RC.c.name == name).scalar_subquery()
+def _id_named(table: sa.Table, name: Any) -> Any:
+    """The id of the class or trait named ``name``, as a value of the
+    statement (NULL for a name none has, which equals nothing)."""
+    return sa.select(table.c.id).where(table.c.name == name).scalar_subquery()
 
 
 def has_any_trait(provider_id: Column, trait_ids: Any) -> sa.Exists:
@@ -120,12 +120,15 @@ def traits_condition(
     with ``forbidden``, no forbidden trait is. The ids are bound by name
     (``traits_parameters``), so that one statement serves every request of
     its form: SQLAlchemy walks a statement whole to key it, once per
-    statement object. With ``by_name`` the sets are of trait names, looked
-    up in the statement itself (no forbidden ones: see providers.py)."""
+    statement object. With ``by_name`` each set is one trait's name, looked
+    up in the statement itself, once (no forbidden ones: see providers.py;
+    ``IN`` a select of the names instead had PostgreSQL scan every
+    provider's traits to join them, slower than the look-up it saved)."""
 
     def bound(name: str) -> Any:
-        values = _expanding(name)
-        return sa.select(TRAIT.c.id).where(TRAIT.c.name.in_(values)) if by_name else values
+        if by_name:
+            return [_id_named(TRAIT, sa.bindparam(name, type_=sa.String))]
+        return _expanding(name)
 
     conditions: list[sa.ColumnElement[bool]] = [
         has_any_trait(provider_id, bound(f"traits_{n}")) for n in range(groups)
@@ -135,7 +138,7 @@ def traits_condition(
     return sa.and_(sa.true(), *conditions)
 
 
-def traits_parameters(any_of: list[set[Any]], forbidden: set[Any]) -> dict[str, list[Any]]:
+def traits_parameters(any_of: list[set[int]], forbidden: set[int]) -> dict[str, list[int]]:
     """The values of ``traits_condition(..., len(any_of), bool(forbidden))``."""
     bound = {f"traits_{n}": sorted(ids) for n, ids in enumerate(any_of)}
     if forbidden:
