@@ -121,9 +121,8 @@ def traits_condition(
     (``traits_parameters``), so that one statement serves every request of
     its form: SQLAlchemy walks a statement whole to key it, once per
     statement object. With ``by_name`` each set is one trait's name, looked
-    up in the statement itself, once (no forbidden ones: see providers.py;
-    ``IN`` a select of the names instead had PostgreSQL scan every
-    provider's traits to join them, slower than the look-up it saved)."""
+    up in the statement itself, once (no forbidden ones, and not on
+    PostgreSQL: see providers.list_filtered)."""
 
     def bound(name: str) -> Any:
         if by_name:
