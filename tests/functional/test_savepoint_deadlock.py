@@ -33,12 +33,14 @@ def test_a_deadlock_inside_a_savepoint_reruns_the_whole_transaction(test_db):
         )
     retried: list[str] = []
     db.on_retry = retried.append
+    holds_one = threading.Event()
     holds_two = threading.Event()
 
     def other_writer():
         # The bigger transaction: InnoDB makes the smaller one the victim.
         with engine.begin() as conn:
             conn.exec_driver_sql("UPDATE savepoint_race SET v = v + 1 WHERE id = 1 OR id > 2")
+            holds_one.set()
             holds_two.wait(10)
             time.sleep(0.3)  # the unit of work is waiting on row 1 by now
             conn.exec_driver_sql("UPDATE savepoint_race SET v = v + 1 WHERE id = 2")
@@ -55,6 +57,8 @@ def test_a_deadlock_inside_a_savepoint_reruns_the_whole_transaction(test_db):
 
     writer = threading.Thread(target=other_writer)
     writer.start()
+    # Else the unit of work may take row 1 first, and there is no deadlock.
+    assert holds_one.wait(10)
     try:
         assert db.write(work) is True
         writer.join(30)
