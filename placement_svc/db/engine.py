@@ -110,18 +110,19 @@ def create_engine(url: str, db_conf: Any = None) -> Engine:
     if backend == "mysql":
         sql_mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
         sync_wait = db_conf.mysql_wsrep_sync_wait if db_conf is not None else None
-        settings = []
+        # Room for a chunk of a provider list's records (providers._Chunks):
+        # MySQL's own default is 1 KB, MariaDB's 1 MB.
+        settings: list[tuple[str, tuple[Any, ...]]] = [(_GROUP_CONCAT_ROOM, ())]
         if sql_mode:
             settings.append(("SET SESSION sql_mode = %s", (sql_mode,)))
         if sync_wait is not None:
             settings.append(("SET SESSION wsrep_sync_wait = %s", (sync_wait,)))
-        if settings:
 
-            @event.listens_for(engine, "connect")
-            def _set_session(dbapi_conn: Any, _record: Any) -> None:
-                with dbapi_conn.cursor() as cursor:
-                    for statement, values in settings:
-                        cursor.execute(statement, values)
+        @event.listens_for(engine, "connect")
+        def _set_session(dbapi_conn: Any, _record: Any) -> None:
+            with dbapi_conn.cursor() as cursor:
+                for statement, values in settings:
+                    cursor.execute(statement, values or None)
 
     return engine
 
@@ -183,6 +184,11 @@ def lean_pool(engine: Engine) -> None:
             engine.dialect.do_ping(dbapi_conn)
         except Exception as exc:  # noqa: BLE001 - any failure: the pool connects anew
             raise sa.exc.DisconnectionError(f"connection lost while idle: {exc}") from exc
+
+
+_GROUP_CONCAT_ROOM = (
+    "SET SESSION group_concat_max_len = GREATEST(@@SESSION.group_concat_max_len, 1048576)"
+)
 
 
 def _seconds(given: Any) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 
 from placement_svc import app
+from placement_svc.db import providers as providers_db
 from placement_svc.db.engine import Database, create_engine
 from tests.support import fixtures, small_cloud
 from tests.support.statements import Statements
@@ -80,32 +81,78 @@ def test_the_amounts_asked_are_bound_not_written_into_the_sql(test_db):
     assert "512" not in one[-1] and "1024" not in other[-1]
 
 
+# The SELECTs of a list of children by a trait (their parents and roots not
+# listed), the first time its form is read and the next: PostgreSQL looks
+# the trait up first, and reads the uuids after the providers, once for
+# all; PyMySQL's chunks read them after too, once, and then the form is
+# read by rows, the uuids joined (see providers._JOINED_FORMS).
+CHILDREN_APART = {"sqlite": [1, 1], "postgresql": [3, 3], "mysql": [2, 1]}
+
+
+def _children(test_db, children: int, traits=("HW_CPU_X86_AVX2",)):
+    test_db.reset()
+    engine = create_engine(test_db.url)
+    client = fixtures.api_client(app.create_app(fixtures.make_conf(), Database(engine)))
+    root = small_cloud.api_provider(client, "root")
+    for index in range(children):
+        small_cloud.api_provider(client, f"child-{index}", parent=root, traits=list(traits))
+    client.get("/resource_providers")  # the first request's own reads
+    return engine, client, root
+
+
+def _selects(seen) -> list[str]:
+    return [text for text in seen if text.lstrip().upper().startswith("SELECT")]
+
+
 def test_parents_and_roots_not_listed_cost_no_statement_per_provider(test_db):
-    """A list of children whose root it does not list (on PostgreSQL their
-    parents' and roots' uuids are read after the providers, once for all)
-    runs as many statements for 40 children as for 4, and names the root."""
+    """A list of children whose root it does not list runs as many
+    statements for 40 children as for 4, and names the root."""
     counted = []
     for children in (4, 40):
-        test_db.reset()
-        engine = create_engine(test_db.url)
-        client = fixtures.api_client(app.create_app(fixtures.make_conf(), Database(engine)))
-        root = small_cloud.api_provider(client, "root")
-        for index in range(children):
-            small_cloud.api_provider(
-                client, f"child-{index}", parent=root, traits=["HW_CPU_X86_AVX2"]
-            )
-        client.get("/resource_providers")  # the first request's own reads
-        with Statements(engine) as seen:
-            answer = client.get("/resource_providers?required=HW_CPU_X86_AVX2")
+        engine, client, root = _children(test_db, children)
+        providers_db._JOINED_FORMS.clear()
+        counted.append([])
+        for _ in range(2):
+            with Statements(engine) as seen:
+                answer = client.get("/resource_providers?required=HW_CPU_X86_AVX2")
+            assert answer.status_code == 200, answer.text
+            listed = answer.json()["resource_providers"]
+            assert len(listed) == children
+            assert {(p["parent_provider_uuid"], p["root_provider_uuid"]) for p in listed} == {
+                (root, root)
+            }
+            counted[-1].append(len(_selects(seen)))
         engine.dispose()
+    assert counted == [CHILDREN_APART[test_db.backend]] * 2
+
+
+def test_a_form_read_by_rows_goes_back_to_chunks_once_it_lists_parents(test_db):
+    """Through PyMySQL, once a list of a form holds its children's parents
+    and roots again, the next is read in chunks (GROUP_CONCAT) again."""
+    engine, client, root = _children(test_db, 3)
+    providers_db._JOINED_FORMS.clear()
+    query = "/resource_providers?required=HW_CPU_X86_AVX2"
+    read = []
+    for step in range(4):
+        if step == 2:
+            generation = client.get(f"/resource_providers/{root}").json()["generation"]
+            answer = client.put(
+                f"/resource_providers/{root}/traits",
+                json={"traits": ["HW_CPU_X86_AVX2"], "resource_provider_generation": generation},
+            )
+            assert answer.status_code == 200, answer.text
+        with Statements(engine) as seen:
+            answer = client.get(query)
         assert answer.status_code == 200, answer.text
-        listed = answer.json()["resource_providers"]
-        assert len(listed) == children
-        assert {(p["parent_provider_uuid"], p["root_provider_uuid"]) for p in listed} == {
-            (root, root)
-        }
-        counted.append(len([text for text in seen if text.lstrip().upper().startswith("SELECT")]))
-    assert counted[0] == counted[1], counted
+        assert len(answer.json()["resource_providers"]) == (3 if step < 2 else 4)
+        selects = _selects(seen)
+        read.append((len(selects), "GROUP_CONCAT" in selects[0].upper()))
+    engine.dispose()
+    if test_db.backend == "mysql":
+        # chunks and the uuids apart; rows; rows, which hold the root now; chunks
+        assert read == [(2, True), (1, False), (1, False), (1, True)]
+    else:
+        assert {chunked for _count, chunked in read} == {False}
 
 
 def test_an_empty_list_by_name_looks_the_names_up_to_tell_an_unknown_one(test_db):

@@ -211,7 +211,15 @@ def _bodied(p) -> tuple:
     return (p.id, p.uuid, p.name, p.generation, p.parent_uuid, p.root_uuid)
 
 
-HOSTILE_NAMES = ["a|b|c", "=starts with =", "|", "ünïcödé ☃ 😀", "back\\slash %s '\"", "   "]
+HOSTILE_NAMES = [
+    "a|b|c",
+    "=starts with =",
+    "|",
+    "ünïcödé ☃ 😀",
+    "back\\slash %s '\"",
+    "   ",
+    f"holds{providers_db.RECORDS}the records' separator",
+]
 
 
 def test_a_list_reads_any_name_whole_on_every_backend(db):
@@ -229,6 +237,29 @@ def test_a_list_reads_any_name_whole_on_every_backend(db):
         _bodied(p) for p in singles
     ]
     assert listed.newest == max(p.modified for p in singles)
+
+
+def test_a_list_in_chunks_cut_short_is_read_again_whole(db, test_db):
+    """A chunk MariaDB cut at a group_concat_max_len shorter than a chunk's
+    records (a server's own setting) holds fewer records than it counts:
+    the list is read again by rows, and is whole. 300 providers, a tree
+    of them: more than one chunk, parents and roots among them."""
+    root = _create(db, "root")
+    for index in range(299):
+        _create(db, f"child-{index}", parent_uuid=root.uuid)
+    whole = db.read(ops.list_filtered)
+
+    def cut_short(conn):
+        if conn.dialect.name == "mysql":
+            conn.exec_driver_sql("SET SESSION group_concat_max_len = 4")
+        try:
+            return ops.list_filtered(conn)
+        finally:
+            if conn.dialect.name == "mysql":
+                conn.exec_driver_sql("SET SESSION group_concat_max_len = 1048576")
+
+    assert len(whole.providers) == 300
+    assert db.read(cut_short) == whole
 
 
 def test_the_packed_read_is_the_plain_read(db):
@@ -255,6 +286,23 @@ def test_the_packed_read_is_the_plain_read(db):
 
         assert timed(unpacked.providers) == timed(plain)
         assert unpacked.newest == max(row[-1] for row in timed(plain))
+
+
+def test_chunks_read_as_rows_or_not_at_all():
+    """A chunk's records are _IDS_SELECT's rows (no parent: None; a NULL name:
+    None); a chunk that holds fewer or more records than it counts, or a
+    name shorter than its length, makes no rows at all."""
+    sep = providers_db.RECORDS
+    whole = [(2, f"7|3||u-7||7||{sep}8|0|2026-11-26 13:21:21.994069|u-8|7|7|2|=|x")]
+    assert providers_db._unchunked(whole) == [
+        (7, "u-7", None, 7, None, 3, None),
+        (8, "u-8", 7, 7, "|x", 0, "2026-11-26 13:21:21.994069"),
+    ]
+    assert providers_db._unchunked([(3, whole[0][1])]) is None  # cut short
+    assert providers_db._unchunked([(1, "7|3||u-7||7||")]) == [(7, "u-7", None, 7, None, 3, None)]
+    assert providers_db._unchunked([(1, "7|3||u-7||7|2|=a")]) is None  # a name cut at RECORDS
+    assert providers_db._unchunked([(1, "7|3||u-7")]) is None  # a record cut short
+    assert providers_db._unchunked([(1, f"7|3||u-7||7|3|=a{sep}b")]) is None
 
 
 def test_a_packed_row_without_a_name_or_times_reads_as_none():
