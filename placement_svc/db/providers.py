@@ -382,9 +382,12 @@ def _unchunked(chunks: Iterable[Sequence[Any]]) -> list[tuple] | None:
 
 # The forms of list (see _Form) whose last list in chunks held providers
 # whose parents or roots it did not (children: resources=VGPU:1), read
-# by rows with the joins until a list holds none: their uuids read apart
-# cost more than the joins (300 of them, 1.3 ms against 0.4 on MariaDB).
-_JOINED_FORMS: dict[_Form, None] = {}
+# by rows with the joins until a list holds none (looked at every
+# _LOOK_AGAIN lists): their uuids read apart cost more than the joins did
+# (300 of them: 1.3 ms against 0.4 on MariaDB). Each with the lists read
+# since.
+_JOINED_FORMS: dict[_Form, int] = {}
+_LOOK_AGAIN = 8
 
 
 def _holds_children_apart(providers: Iterable[ListedProvider]) -> bool:
@@ -404,9 +407,12 @@ def _listed(conn: Connection, form: _Form, params: dict, style: str) -> Listed:
     _PACKED_SELECT, _CHUNKED_SELECT or _IDS_SELECT, as ``style`` says), in
     id order: the rows themselves (joined), or ListedProvider's columns
     made of them."""
-    if style == CHUNKED and form in _JOINED_FORMS:
+    read = _JOINED_FORMS.get(form) if style == CHUNKED else None
+    if read is not None:
         listed = _listed(conn, form, params, PACKED)
-        if not _holds_children_apart(listed.providers):
+        _JOINED_FORMS[form] = read = read + 1
+        # Looked at every so often: 0.2 ms of a list of 400 children.
+        if read % _LOOK_AGAIN == 0 and not _holds_children_apart(listed.providers):
             _JOINED_FORMS.pop(form, None)
         return listed
     statement = _list_statement(form, style)
@@ -418,7 +424,7 @@ def _listed(conn: Connection, form: _Form, params: dict, style: str) -> Listed:
         if apart:
             if len(_JOINED_FORMS) >= 128:  # forms are few; a client naming many makes more
                 _JOINED_FORMS.clear()
-            _JOINED_FORMS[form] = None
+            _JOINED_FORMS[form] = 0
         providers.sort(key=_ID)  # the statement leaves the order to us (see _list_statement)
         return Listed(providers, _time(max(filter(None, map(_MODIFIED, providers)), default=None)))
     if style == PACKED:
@@ -735,6 +741,8 @@ def list_filtered(
         *traits, deferred_traits is not None, deferred_classes is not None,
     )  # fmt: skip
     style = _STYLES.get(conn.dialect.driver, JOINED)
+    if style == CHUNKED and (form.by_tree or form.by_name or form.by_uuid):
+        style = PACKED  # a tree or one provider: a few rows, and the server's grouping costs more
     listed = _listed(conn, form, params, style)
     if not listed.providers:  # perhaps for a name nothing has: a 400, as upstream's
         if deferred_traits is not None:

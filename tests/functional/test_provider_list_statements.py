@@ -127,32 +127,38 @@ def test_parents_and_roots_not_listed_cost_no_statement_per_provider(test_db):
 
 
 def test_a_form_read_by_rows_goes_back_to_chunks_once_it_lists_parents(test_db):
-    """Through PyMySQL, once a list of a form holds its children's parents
-    and roots again, the next is read in chunks (GROUP_CONCAT) again."""
+    """Through PyMySQL, once the lists of a form hold their children's
+    parents and roots again, it is read in chunks (GROUP_CONCAT) again,
+    within _LOOK_AGAIN lists."""
     engine, client, root = _children(test_db, 3)
     providers_db._JOINED_FORMS.clear()
     query = "/resource_providers?required=HW_CPU_X86_AVX2"
-    read = []
-    for step in range(4):
-        if step == 2:
-            generation = client.get(f"/resource_providers/{root}").json()["generation"]
-            answer = client.put(
-                f"/resource_providers/{root}/traits",
-                json={"traits": ["HW_CPU_X86_AVX2"], "resource_provider_generation": generation},
-            )
-            assert answer.status_code == 200, answer.text
+
+    def read(listed: int) -> tuple[int, bool]:
         with Statements(engine) as seen:
             answer = client.get(query)
         assert answer.status_code == 200, answer.text
-        assert len(answer.json()["resource_providers"]) == (3 if step < 2 else 4)
+        assert len(answer.json()["resource_providers"]) == listed
         selects = _selects(seen)
-        read.append((len(selects), "GROUP_CONCAT" in selects[0].upper()))
+        return len(selects), "GROUP_CONCAT" in selects[0].upper()
+
+    before = [read(3), read(3)]
+    generation = client.get(f"/resource_providers/{root}").json()["generation"]
+    answer = client.put(
+        f"/resource_providers/{root}/traits",
+        json={"traits": ["HW_CPU_X86_AVX2"], "resource_provider_generation": generation},
+    )
+    assert answer.status_code == 200, answer.text
+    after = [read(4) for _ in range(providers_db._LOOK_AGAIN + 1)]
     engine.dispose()
     if test_db.backend == "mysql":
-        # chunks and the uuids apart; rows; rows, which hold the root now; chunks
-        assert read == [(2, True), (1, False), (1, False), (1, True)]
+        # chunks and the uuids apart, then rows; rows until looked at; chunks
+        assert before == [(2, True), (1, False)]
+        back = [chunked for _count, chunked in after].index(True)
+        assert 0 < back <= providers_db._LOOK_AGAIN
+        assert after == [(1, False)] * back + [(1, True)] * (len(after) - back)
     else:
-        assert {chunked for _count, chunked in read} == {False}
+        assert {chunked for _count, chunked in before + after} == {False}
 
 
 def test_an_empty_list_by_name_looks_the_names_up_to_tell_an_unknown_one(test_db):
