@@ -380,13 +380,15 @@ def _unchunked(chunks: Iterable[Sequence[Any]]) -> list[tuple] | None:
     return rows
 
 
-# The forms of list (see _Form) whose last list in chunks held providers
-# whose parents or roots it did not (children: resources=VGPU:1), read
-# by rows with the joins until a list holds none (looked at every
-# _LOOK_AGAIN lists): their uuids read apart cost more than the joins did
-# (300 of them: 1.3 ms against 0.4 on MariaDB). Each with the lists read
-# since.
-_JOINED_FORMS: dict[_Form, int] = {}
+# The forms of list (see _Form), by the style they would be read in, whose
+# last list held providers whose parents or roots it did not (children:
+# resources=VGPU:1): their uuids read apart cost more than the joins do
+# (300 of them: 1.3 ms against 0.4 on MariaDB; on PostgreSQL 2.6-3.0 ms
+# the whole list of 400 against 2.0-2.2), so such a form is read in the
+# style that joins them (_JOINED_STYLE) until a list of it holds none,
+# looked at every _LOOK_AGAIN lists. Each with the lists read since.
+_JOINED_FORMS: dict[tuple[_Form, str], int] = {}
+_JOINED_STYLE = {CHUNKED: PACKED, IDS: JOINED}
 _LOOK_AGAIN = 8
 
 
@@ -407,31 +409,33 @@ def _listed(conn: Connection, form: _Form, params: dict, style: str) -> Listed:
     _PACKED_SELECT, _CHUNKED_SELECT or _IDS_SELECT, as ``style`` says), in
     id order: the rows themselves (joined), or ListedProvider's columns
     made of them."""
-    read = _JOINED_FORMS.get(form) if style == CHUNKED else None
-    if read is not None:
-        listed = _listed(conn, form, params, PACKED)
-        _JOINED_FORMS[form] = read = read + 1
+    joined = _JOINED_STYLE.get(style)
+    read = _JOINED_FORMS.get((form, style)) if joined else None
+    if joined and read is not None:
+        listed = _listed(conn, form, params, joined)
+        _JOINED_FORMS[(form, style)] = read = read + 1
         # Looked at every so often: 0.2 ms of a list of 400 children.
         if read % _LOOK_AGAIN == 0 and not _holds_children_apart(listed.providers):
-            _JOINED_FORMS.pop(form, None)
+            _JOINED_FORMS.pop((form, style), None)
         return listed
     statement = _list_statement(form, style)
-    if style == CHUNKED:
-        chunked = _unchunked(conn.execute(statement, params).all())
-        if chunked is None:  # rare: a name holding RECORDS, or a server's shorter limit
-            return _listed(conn, form, params, PACKED)
-        providers, apart = _with_uuids(conn, chunked)
-        if apart:
-            if len(_JOINED_FORMS) >= 128:  # forms are few; a client naming many makes more
-                _JOINED_FORMS.clear()
-            _JOINED_FORMS[form] = 0
-        providers.sort(key=_ID)  # the statement leaves the order to us (see _list_statement)
-        return Listed(providers, _time(max(filter(None, map(_MODIFIED, providers)), default=None)))
     if style == PACKED:
         return _unpacked(conn.execute(statement, params).all())
     rows: Sequence[Any] = conn.execute(statement, params).all()
-    if style == IDS:
-        rows, _apart = _with_uuids(conn, rows)
+    apart = False
+    if style == CHUNKED:
+        chunked = _unchunked(rows)
+        if chunked is None:  # rare: a name holding RECORDS, or a server's shorter limit
+            return _listed(conn, form, params, PACKED)
+        made, apart = _with_uuids(conn, chunked)
+        made.sort(key=_ID)  # the statement leaves the order to us (see _list_statement)
+        rows = made
+    elif style == IDS:
+        rows, apart = _with_uuids(conn, rows)
+    if apart:
+        if len(_JOINED_FORMS) >= 128:  # forms are few; a client naming many makes more
+            _JOINED_FORMS.clear()
+        _JOINED_FORMS[(form, style)] = 0
     return Listed(rows, _time(max(filter(None, map(_MODIFIED, rows)), default=None)))
 
 
