@@ -106,10 +106,14 @@ def _id_named(table: sa.Table, name: Any) -> Any:
     return sa.select(table.c.id).where(table.c.name == name).scalar_subquery()
 
 
-def has_any_trait(provider_id: Column, trait_ids: Any) -> sa.Exists:
-    """A trait of ``trait_ids`` (ids, or an expanding bound parameter) is on the provider."""
-    return sa.exists().where(
-        RPT.c.resource_provider_id == provider_id, RPT.c.trait_id.in_(trait_ids)
+def has_any_trait(provider_id: Column, trait_ids: Any) -> sa.ColumnElement[bool]:
+    """A trait of ``trait_ids`` (ids, or an expanding bound parameter) is on
+    the provider: IN the providers that have one, read once, as
+    ``in_any_aggregate`` (a correlated EXISTS made SQLite look the traits
+    of each of 4,000 providers up). A trait's provider is never NULL, so
+    NOT of it is sound too."""
+    return provider_id.in_(
+        sa.select(RPT.c.resource_provider_id).where(RPT.c.trait_id.in_(trait_ids))
     )
 
 
