@@ -211,15 +211,9 @@ def _bodied(p) -> tuple:
     return (p.id, p.uuid, p.name, p.generation, p.parent_uuid, p.root_uuid)
 
 
-HOSTILE_NAMES = [
-    "a|b|c",
-    "=starts with =",
-    "|",
-    "ünïcödé ☃ 😀",
-    "back\\slash %s '\"",
-    "   ",
-    f"holds{providers_db.RECORDS}the records' separator",
-]
+HOSTILE_NAMES = ["a|b|c", "=starts with =", "|", "ünïcödé ☃ 😀", "back\\slash %s '\"", "   "]
+# A name holding what separates the records of a chunk (PyMySQL's lists).
+SEPARATED = f"holds{providers_db.RECORDS}the records' separator"
 
 
 def test_a_list_reads_any_name_whole_on_every_backend(db):
@@ -237,6 +231,36 @@ def test_a_list_reads_any_name_whole_on_every_backend(db):
         _bodied(p) for p in singles
     ]
     assert listed.newest == max(p.modified for p in singles)
+
+
+def test_the_chunked_read_is_the_plain_read(db):
+    """The chunks of MariaDB's lists (GROUP_CONCAT: MySQL's only) read as
+    the plain rows do, hostile names, parents and roots and all; a name
+    holding the records' separator makes them read as nothing (and the
+    list is read again by rows)."""
+    root = _create(db, HOSTILE_NAMES[0])
+    for name in HOSTILE_NAMES[1:]:
+        _create(db, name, parent_uuid=root.uuid)
+
+    def both(conn):
+        if conn.dialect.name != "mysql":
+            return None, None
+        plain = conn.execute(providers_db._LIST_SELECT.order_by(providers_db.RP.c.id)).all()
+        rows = providers_db._unchunked(conn.execute(providers_db._CHUNKED_SELECT).all())
+        made, _apart = providers_db._with_uuids(conn, rows)
+        return sorted(made), plain
+
+    def chunks(conn):
+        return providers_db._unchunked(conn.execute(providers_db._CHUNKED_SELECT).all())
+
+    made, plain = db.read(both)
+    if made is not None:
+        assert made == [tuple(row) for row in plain]
+    _create(db, SEPARATED, parent_uuid=root.uuid)
+    if made is not None:
+        assert db.read(chunks) is None
+    listed = db.read(ops.list_filtered)
+    assert sorted(p.name for p in listed.providers) == sorted([*HOSTILE_NAMES, SEPARATED])
 
 
 def test_a_list_in_chunks_cut_short_is_read_again_whole(db, test_db):
