@@ -91,10 +91,19 @@ def test_a_committed_connection_goes_back_without_another_rollback(engine):
         conn.commit()
     raw = engine.raw_connection()  # a transaction maybe left open on the way back...
     cursor = raw.cursor()
+    cursor.execute("BEGIN")
     cursor.execute("SELECT 1")
     cursor.close()
     raw.close()
     with engine.connect() as conn:  # ...is rolled back
+        assert rollbacks(conn) == before + 1
+        conn.commit()
+    raw = engine.raw_connection()  # in autocommit mode a SELECT leaves none open:
+    cursor = raw.cursor()
+    cursor.execute("SELECT 1")
+    cursor.close()
+    raw.close()
+    with engine.connect() as conn:  # nothing to roll back
         assert rollbacks(conn) == before + 1
 
 
@@ -141,3 +150,51 @@ def test_a_transaction_shows_now_at_its_start_to_every_statement(engine):
         return conn.exec_driver_sql("SELECT now() = statement_timestamp()").scalar()
 
     assert Database(engine).write(write) is False
+
+
+@pytest.mark.parametrize("backend", ["mysql"], indirect=True)
+def test_a_read_on_mariadb_sends_no_begin_or_commit_and_a_write_after_it_is_whole(engine):
+    """Through PyMySQL a read runs in autocommit mode, its statements alone
+    (no BEGIN, no COMMIT: MariaDB counts both); the write that takes the one
+    pooled connection next begins a transaction, whole or nothing, and a
+    read after it is outside one again."""
+    db = Database(engine)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE half_written (id INT) ENGINE=InnoDB")
+
+    def counted(conn) -> tuple[int, int, int]:
+        status = dict(
+            conn.exec_driver_sql(
+                "SHOW SESSION STATUS WHERE Variable_name IN "
+                "('Com_begin', 'Com_commit', 'Com_rollback')"
+            ).all()
+        )
+        in_transaction = conn.exec_driver_sql("SELECT @@in_transaction").scalar()
+        return (
+            int(status["Com_begin"]) + int(status["Com_commit"]),
+            int(status["Com_rollback"]),
+            in_transaction,
+        )
+
+    def write(conn):
+        conn.exec_driver_sql("INSERT INTO half_written VALUES (1)")
+        assert conn.exec_driver_sql("SELECT @@in_transaction").scalar() == 1
+        conn.exec_driver_sql("INSERT INTO half_written VALUES (2)")
+        raise RuntimeError("the write fails after two statements")
+
+    def rows(conn) -> int:
+        return conn.exec_driver_sql("SELECT count(*) FROM half_written").scalar()
+
+    try:
+        first = db.read(counted)
+        assert first[2] == 0  # no transaction open during the read
+        assert db.read(counted)[:2] == first[:2]  # the read between sent neither
+        with pytest.raises(RuntimeError):
+            db.write(write)
+        assert db.read(rows) == 0  # rolled back whole: it ran in a transaction
+        after = db.read(counted)
+        # the write's BEGIN, and its ROLLBACK; the reads since: nothing
+        assert (after[0] - first[0], after[1] - first[1], after[2]) == (1, 1, 0)
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE half_written")
