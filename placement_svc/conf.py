@@ -161,8 +161,10 @@ api_opts = [
         default=20,
         min=1,
         help="placement-svc's own, for 'placement-svc serve': the seconds a "
-        "client has, from when its connection is accepted, to send its "
-        "request line and headers. Then the connection is closed, with a 408 "
+        "client has, from when its connection is accepted (on a connection "
+        "kept open after an answer, from the first byte of the next request), "
+        "to send its request line and headers. Then the connection is "
+        "closed, with a 408 "
         "if part of a request came. A worker reads every connection's "
         "request at once, without waiting for any: a slow client holds a "
         "socket, never a worker.",
@@ -177,15 +179,28 @@ api_opts = [
         "closed).",
     ),
     cfg.IntOpt(
+        "keepalive_timeout",
+        default=10,
+        min=0,
+        help="placement-svc's own, for 'placement-svc serve': the seconds a "
+        "client connection is kept open after an answer, waiting for the "
+        "client's next request (HTTP keep-alive); 0 closes every connection "
+        "after one answer, as gunicorn's sync worker does. An idle "
+        "connection holds a socket, never a worker, and is the first closed "
+        "at max_client_connections. A connection is closed after its answer "
+        "anyway when other requests are waiting for its worker.",
+    ),
+    cfg.IntOpt(
         "max_client_connections",
         default=1000,
         min=16,
         help="placement-svc's own, for 'placement-svc serve': the most client "
         "connections each worker process holds (sending their requests, "
-        "waiting for their turn, reading their answers). At the cap the one "
-        "that has been sending its request the longest is closed to make "
-        "room. The open-file limit is raised to make room for them if it can "
-        "be; a warning says when it cannot.",
+        "waiting for their turn, reading their answers, kept open for their "
+        "next request). At the cap an idle one kept open is closed to make "
+        "room, or else the one that has been sending its request the "
+        "longest. The open-file limit is raised to make room for them if it "
+        "can be; a warning says when it cannot.",
     ),
     cfg.IntOpt(
         "max_pending_request_bytes",

@@ -6,9 +6,11 @@ Each connection goes READING (its request comes in, without blocking) ->
 READY (whole, queued for the worker to run) -> WRITING (its answer goes
 out) -> LINGERING (half-closed, what the client still sends is dropped) ->
 closed; a request the application never sees (408, 413, 503) goes from
-READING straight to WRITING. ``Connections`` keeps them on the worker's
-selector, counts the memory their unfinished requests take, and applies the
-time-outs and caps that the module text of http_worker.py lists.
+READING straight to WRITING. An answer that keeps its connection open
+(keep-alive) goes from WRITING back to READING, for the next request.
+``Connections`` keeps them on the worker's selector, counts the memory their
+unfinished requests take, and applies the time-outs and caps that the
+module text of http_worker.py lists.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class Connection:
         self.handed_over = False  # gunicorn's parser judges it as it is
         self.out = bytearray()
         self.lingered = 0
+        self.keep = False  # the answer keeps the connection open
+        self.answered = 0  # answers given on it
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -78,6 +82,7 @@ class Connections:
         self.by_key: dict[int, Connection] = {}
         self.ready: deque[Connection] = deque()
         self.pending_bytes = 0
+        self.keeping = True  # answers may keep connections open (not once stopping)
 
     def __len__(self) -> int:
         return len(self.by_key)
@@ -115,8 +120,11 @@ class Connections:
         if not data:  # the client gave up before its request was whole
             self.close(connection)
             return
+        now = time.monotonic()
+        if connection.answered and not connection.data:
+            connection.accepted = now  # a next request: its headers' time starts
         connection.data += data
-        connection.progress = time.monotonic()
+        connection.progress = now
         self.pending_bytes += len(data)
         self._frame(connection)
         if connection.state == READING and self.pending_bytes > framing.LIMITS.pending_bytes:
@@ -220,7 +228,10 @@ class Connections:
             return
         if registered:
             self.selector.unregister(connection.sock)
-        self._start_lingering(connection)
+        if connection.keep and self.keeping:
+            self._read_next(connection)
+        else:
+            self._start_lingering(connection)
 
     def write_blocking(self, connection: Connection) -> None:
         """Write out a large answer's buffer before more is made: the
@@ -250,6 +261,23 @@ class Connections:
             finally:
                 selector.close()
 
+    def _read_next(self, connection: Connection) -> None:
+        """The answer is out and the connection stays open: read the next
+        request (what came past the last one's end may be some or all of it)."""
+        connection.answered += 1
+        connection.state = READING
+        connection.head_end = -1
+        connection.scanned = 0
+        connection.end = None
+        connection.chunk_at = 0
+        connection.continued = False
+        connection.keep = False
+        connection.accepted = connection.progress = time.monotonic()
+        self.pending_bytes += len(connection.data)
+        self.selector.register(connection.sock, selectors.EVENT_READ, connection)
+        if connection.data:
+            self._frame(connection)
+
     def _start_lingering(self, connection: Connection) -> None:
         try:
             connection.sock.shutdown(socket.SHUT_WR)
@@ -278,8 +306,12 @@ class Connections:
         the worker was told to stop, if it was)."""
         for connection in list(self.by_key.values()):
             if connection.state == READING:
+                idle = connection.answered and not connection.data  # kept open
                 if stopping_since is not None and not connection.data:
-                    if now - stopping_since > STOP_GRACE_SECONDS:
+                    if idle or now - stopping_since > STOP_GRACE_SECONDS:
+                        self.close(connection)
+                elif idle:
+                    if now - connection.accepted > framing.LIMITS.keepalive_timeout:
                         self.close(connection)
                 elif connection.head_end < 0:
                     if now - connection.accepted > framing.LIMITS.header_timeout:
@@ -303,9 +335,14 @@ class Connections:
         )
 
     def _evict_oldest(self) -> None:
-        """At the connection cap: close the connection that has been
-        sending its request the longest (or lingering, or writing, in that
-        order of preference) to make room."""
+        """At the connection cap: close an idle connection kept open after
+        its answer, or else the one that has been sending its request the
+        longest (or lingering, or writing, in that order of preference), to
+        make room."""
+        for connection in self.by_key.values():
+            if connection.state == READING and connection.answered and not connection.data:
+                self.close(connection)
+                return
         for state in (LINGERING, READING, WRITING):
             for connection in self.by_key.values():
                 if connection.state == state:

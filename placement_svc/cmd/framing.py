@@ -27,6 +27,7 @@ class Limits:
     body_timeout: float = 20.0
     connections: int = 1000
     pending_bytes: int = 64 * 1024 * 1024
+    keepalive_timeout: float = 10.0
 
     @property
     def header_section(self) -> int:
@@ -49,6 +50,7 @@ def configure(conf) -> None:
         body_timeout=float(conf.api.client_body_timeout),
         connections=conf.api.max_client_connections,
         pending_bytes=conf.api.max_pending_request_bytes,
+        keepalive_timeout=float(conf.api.keepalive_timeout),
     )
 
 

@@ -121,7 +121,9 @@ class TestBounds:
         head = (
             b"POST /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n"
             b"OpenStack-API-Version: placement 1.20\r\nContent-Type: application/json\r\n"
-            b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body)
+            b"Expect: 100-continue\r\nContent-Length: %d\r\n"
+            % len(body)
+            + b"Connection: close\r\n\r\n"  # read until closed, not kept open
         )
         with socket.create_connection(address(base), timeout=10) as sock:
             sock.sendall(head)
