@@ -1,7 +1,9 @@
 """Engines and the unit of work.
 
 Every request runs its database work as one function inside one transaction
-(``Database.read`` / ``Database.write``). When the database answers with a
+(``Database.read`` / ``Database.write``; a read on PostgreSQL, and through
+PyMySQL, runs its statements outside one, which under READ COMMITTED sees
+the same: see Database._run). When the database answers with a
 deadlock, a lock timeout, "database is locked" or a lost connection, or a
 provider changed under an allocation write, the whole function runs again in
 a fresh transaction, never half of it inside a stale snapshot (db/retries.py

@@ -187,6 +187,8 @@ def test_sigterm_answers_every_request_already_accepted(tmp_path, sqlite_file, s
         for sent in reads:
             status, body = sent.answer()
             assert status == 200 and "VCPU" in body.decode()
+        for sent in (stream, *writes, *reads):
+            sent.close()  # an answer may have kept its connection open (keep-alive)
         assert server.wait(timeout=20) == 0
         took = time.monotonic() - stopping
         text = log.read_text()

@@ -7,6 +7,7 @@ worker.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import select
@@ -41,25 +42,25 @@ def heads(answer: bytes) -> list[tuple[str, str]]:
     return found
 
 
+@contextlib.contextmanager
+def one_worker(tmp_path, sqlite_url, extra: str):
+    """``serve --workers 1`` with these [api] options: its URL and its log."""
+    with serving(tmp_path, write_conf(tmp_path, sqlite_url, extra), "--workers", "1") as served:
+        yield served
+
+
 @pytest.fixture
 def base(tmp_path, sqlite_url):
-    extra = "keepalive_timeout = 2\n"
-    with serving(tmp_path, write_conf(tmp_path, sqlite_url, extra), "--workers", "1") as (
-        base,
-        log,
-    ):
-        yield base, log
+    with one_worker(tmp_path, sqlite_url, "keepalive_timeout = 2\n") as served:
+        yield served
 
 
 @pytest.fixture
 def patient(tmp_path, sqlite_url):
     """A server that keeps an idle connection open for a long while."""
     extra = "keepalive_timeout = 60\nclient_header_timeout = 2\n"
-    with serving(tmp_path, write_conf(tmp_path, sqlite_url, extra), "--workers", "1") as (
-        base,
-        _log,
-    ):
-        yield base
+    with one_worker(tmp_path, sqlite_url, extra) as (url, _log):
+        yield url
 
 
 def test_requests_in_a_row_share_one_connection(base):
@@ -173,10 +174,7 @@ def test_these_are_answered_and_closed(patient, request_bytes):
 
 def test_at_the_connection_cap_idle_kept_connections_make_room_first(tmp_path, sqlite_url):
     extra = "keepalive_timeout = 60\nmax_client_connections = 16\n"
-    with serving(tmp_path, write_conf(tmp_path, sqlite_url, extra), "--workers", "1") as (
-        url,
-        log,
-    ):
+    with one_worker(tmp_path, sqlite_url, extra) as (url, log):
         _fill_the_cap(url)
     assert "to make room" not in log.read_text()  # no unfinished request was closed
 
@@ -206,8 +204,7 @@ def _fill_the_cap(url: str) -> None:
 
 
 def test_keepalive_timeout_0_closes_after_every_answer(tmp_path, sqlite_url):
-    conf = write_conf(tmp_path, sqlite_url, "keepalive_timeout = 0\n")
-    with serving(tmp_path, conf, "--workers", "1") as (url, _log):
+    with one_worker(tmp_path, sqlite_url, "keepalive_timeout = 0\n") as (url, _log):
         with socket.create_connection(address(url), timeout=10) as sock:
             sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             answer = read_until_closed(sock)
