@@ -63,6 +63,11 @@ class Connection:
         self.keep = False  # the answer keeps the connection open
         self.answered = 0  # answers given on it
 
+    @property
+    def idle(self) -> bool:
+        """Kept open after an answer, and nothing of a next request yet."""
+        return self.state == READING and bool(self.answered) and not self.data
+
     def fileno(self) -> int:
         return self.sock.fileno()
 
@@ -306,11 +311,10 @@ class Connections:
         the worker was told to stop, if it was)."""
         for connection in list(self.by_key.values()):
             if connection.state == READING:
-                idle = connection.answered and not connection.data  # kept open
                 if stopping_since is not None and not connection.data:
-                    if idle or now - stopping_since > STOP_GRACE_SECONDS:
+                    if connection.idle or now - stopping_since > STOP_GRACE_SECONDS:
                         self.close(connection)
-                elif idle:
+                elif connection.idle:
                     if now - connection.accepted > framing.LIMITS.keepalive_timeout:
                         self.close(connection)
                 elif connection.head_end < 0:
@@ -340,7 +344,7 @@ class Connections:
         longest (or lingering, or writing, in that order of preference), to
         make room."""
         for connection in self.by_key.values():
-            if connection.state == READING and connection.answered and not connection.data:
+            if connection.idle:
                 self.close(connection)
                 return
         for state in (LINGERING, READING, WRITING):
